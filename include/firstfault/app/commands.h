@@ -1,0 +1,76 @@
+#pragma once
+// The subcommands, as functions of plain option structs, so the CLI stays thin and the tests
+// can run them without a process. Each returns the process exit code.
+#include <optional>
+#include <ostream>
+#include <string>
+#include <vector>
+
+namespace firstfault {
+
+// Exit codes (docs: README "Exit codes").
+inline constexpr int kExitDiagnosed = 0;
+inline constexpr int kExitUnrecognized = 1;
+inline constexpr int kExitUsage = 2;
+inline constexpr int kExitInterrupted = 130;
+
+struct CommonOptions {
+  std::vector<std::string> signature_dirs;  // --signatures DIR (repeatable)
+  bool no_builtin = false;                  // --no-builtin: only the --signatures directories
+};
+
+struct DiagnoseOptions {
+  CommonOptions common;
+  std::vector<std::string> paths;  // empty or "-" = stdin
+  std::string format = "text";     // text | json
+  std::string color = "auto";      // auto | always | never
+  std::string rank_from;
+  bool verbose = false;
+};
+
+struct CheckOptions {
+  CommonOptions common;
+  std::string dir;        // signatures directory to check (empty: only the built-in library)
+  std::string testdata;   // where example logs live (default: <dir>/../testdata)
+  bool examples = true;
+};
+
+struct ListOptions {
+  CommonOptions common;
+  std::string category;
+  std::string format = "text";
+  bool patterns = false;  // one regex per line (for rg -f / benchmarks)
+};
+
+struct ExplainOptions {
+  CommonOptions common;
+  std::string id;
+  std::string format = "text";
+  std::string color = "auto";
+};
+
+struct CatalogOptions {
+  CommonOptions common;
+  std::string dir = "docs/catalog";
+  std::string format = "markdown";
+};
+
+struct TimelineOptions {
+  CommonOptions common;
+  std::vector<std::string> paths;
+  std::string format = "text";
+  std::string rank_from;
+};
+
+int run_diagnose(const DiagnoseOptions& o, std::ostream& out);
+int run_check(const CheckOptions& o, std::ostream& out);
+int run_list(const ListOptions& o, std::ostream& out);
+int run_explain(const ExplainOptions& o, std::ostream& out);
+int run_catalog(const CatalogOptions& o, std::ostream& out);
+int run_timeline(const TimelineOptions& o, std::ostream& out);
+std::string version_string();
+
+// Whether to colour output: --color, NO_COLOR, and whether stdout is a terminal.
+bool want_color(const std::string& mode);
+
+}  // namespace firstfault

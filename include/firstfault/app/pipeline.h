@@ -1,0 +1,32 @@
+#pragma once
+// Wires the stages together for one job: reader -> line attribution -> matcher -> correlator.
+#include <atomic>
+#include <string>
+#include <vector>
+
+#include "firstfault/correlator/diagnosis.h"
+#include "firstfault/matcher/matcher.h"
+#include "firstfault/reader/input.h"
+#include "firstfault/signatures/library.h"
+
+namespace firstfault {
+
+struct AnalyzeOptions {
+  std::string rank_from;  // --rank-from REGEX: rank from the file path
+};
+
+struct JobResult {
+  Diagnosis diagnosis;
+  std::vector<InputProblem> problems;  // unreadable/missing/truncated inputs (the rest was still analysed)
+  bool interrupted = false;
+};
+
+// Set by the CLI's SIGINT handler; the pipeline stops at the next block.
+extern std::atomic<bool> g_interrupted;
+
+JobResult analyze_job(const std::vector<InputSource>& inputs, const Matcher& matcher, const AnalyzeOptions& options);
+
+// Convenience for tests and callers with paths: expands, then analyses.
+JobResult analyze_paths(const std::vector<std::string>& paths, const Matcher& matcher, const AnalyzeOptions& options);
+
+}  // namespace firstfault

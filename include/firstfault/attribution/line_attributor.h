@@ -1,0 +1,79 @@
+#pragma once
+// Stage 2 (line attribution): peels the prefixes that launchers, loggers and NCCL stack on a
+// line, from the outside in, and records rank, host, pid and time from them. Hand-written
+// parsers (no regex) because this runs on every line of a multi-gigabyte log.
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+
+#include "firstfault/attribution/timestamp.h"
+
+namespace firstfault {
+
+struct Attribution {
+  int rank = -1;              // global rank, -1 unknown
+  int local_rank = -1;        // local rank (torchrun [default3]:), -1 unknown
+  std::string_view host;      // host or pod name or IP from a prefix (view into the line)
+  int64_t pid = -1;
+  Timestamp time;
+  std::string_view body;      // the line with prefixes removed
+  bool inherited = false;     // rank carried over from the previous line (continuation line)
+};
+
+// What a file's name says about its lines (rank3.log, worker-3, node-07.out, ...).
+struct FileIdentity {
+  int rank = -1;
+  std::string host;
+};
+
+// Derives rank/host from a path; `rank_from` (a regex with one capture or a (?P<rank>) group)
+// overrides the built-in rules when non-empty.
+FileIdentity identity_from_path(std::string_view path, const std::string& rank_from = "");
+
+class LineAttributor {
+ public:
+  explicit LineAttributor(FileIdentity file = {}) : file_(std::move(file)) {}
+
+  // `line` has no trailing newline, no '\r' and no ANSI escapes.
+  Attribution attribute(std::string_view line);
+
+  // DeepSpeed's runner prints `cmd = pdsh ...` before remote output; only then is
+  // "host: text" read as a pdsh prefix (it would eat ordinary "word: text" lines otherwise).
+  void enable_pdsh() { pdsh_ = true; }
+
+ private:
+  FileIdentity file_;
+  bool pdsh_ = false;
+  int last_rank_ = -1;
+  std::string last_host_;
+};
+
+// Normalises one physical line for matching: removes ANSI escapes and NULs; returns the
+// '\r'-separated segments via `fn` (tqdm redraws; each is scanned), trailing '\r' dropped.
+// `scratch` is reused to avoid allocations.
+template <typename Fn>
+void for_each_segment(std::string_view line, std::string& scratch, Fn&& fn);
+
+std::string_view strip_ansi(std::string_view line, std::string& scratch);
+
+template <typename Fn>
+void for_each_segment(std::string_view line, std::string& scratch, Fn&& fn) {
+  if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
+  line = strip_ansi(line, scratch);
+  size_t cr = line.find('\r');
+  if (cr == std::string_view::npos) {
+    fn(line);
+    return;
+  }
+  size_t start = 0;
+  for (;;) {
+    size_t end = cr == std::string_view::npos ? line.size() : cr;
+    if (end > start) fn(line.substr(start, end - start));
+    if (cr == std::string_view::npos) break;
+    start = cr + 1;
+    cr = line.find('\r', start);
+  }
+}
+
+}  // namespace firstfault

@@ -1,0 +1,92 @@
+#pragma once
+// The result of analysing one job: what the renderers print. Plain data, no behaviour.
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "firstfault/attribution/timestamp.h"
+#include "firstfault/matcher/matcher.h"
+
+namespace firstfault {
+
+struct Evidence {
+  std::string pattern;  // pattern name as the entry calls it
+  std::string role;     // root | cascade | teardown | context
+  std::string file;
+  uint64_t line = 0;
+  int rank = -1;
+  std::string host;
+  Timestamp time;
+  std::string text;     // the raw log line (capped)
+  Captures captures;
+};
+
+struct Candidate {
+  std::string id;
+  double confidence = 0;
+  bool has_root = false;
+};
+
+struct RankSummary {
+  int rank = -1;
+  std::string host;
+  std::string role;          // initiating | collateral | quiet | unknown
+  std::optional<Evidence> first_event;  // first root/cascade/teardown event of this rank
+  std::string last_line;
+  std::string last_file;
+  uint64_t last_line_no = 0;
+  Timestamp last_time;
+  int64_t last_step = -1;
+  std::string last_progress;
+  uint64_t lines = 0;
+};
+
+struct InputSummary {
+  std::string path;
+  uint64_t bytes = 0;
+  uint64_t lines = 0;
+  uint64_t long_lines = 0;  // lines longer than the matching cap (kept head only)
+  std::string compression;
+  std::string error;        // empty when the input was read completely
+};
+
+struct RankDecision {
+  std::optional<int> rank;
+  std::string host;
+  std::string method;       // root-event | nccl-sequence | missing-from-timeout | launcher-verdict | silence | job-wide | none
+  std::string reason;
+  double confidence = 0;
+  std::vector<int> candidates;  // in order of suspicion, when the evidence is weak
+  std::optional<Evidence> first_evidence;
+};
+
+struct Collateral {
+  std::vector<int> ranks;
+  std::string summary;
+  std::string op;
+  int64_t seq = -1;
+};
+
+struct Limits {
+  bool truncated = false;
+  std::vector<std::string> dropped;  // what a bound dropped, e.g. "events of pattern X beyond 4096"
+};
+
+struct Diagnosis {
+  std::string verdict;  // diagnosed | unrecognized | clean
+  const struct Entry* entry = nullptr;
+  double confidence = 0;
+  RankDecision initiating;
+  std::vector<Evidence> evidence;  // the top entry's evidence, strongest first (capped)
+  std::vector<Candidate> alternatives;
+  Collateral collateral;
+  std::vector<RankSummary> ranks;
+  std::vector<InputSummary> inputs;
+  std::optional<Evidence> first_error;  // first error-looking line when unrecognized
+  Limits limits;
+  uint64_t total_lines = 0;
+  uint64_t total_bytes = 0;
+};
+
+}  // namespace firstfault

@@ -1,0 +1,51 @@
+#pragma once
+// Stage 1 (reader): streams one input as blocks of complete lines without loading it whole.
+// Decompresses gzip/zstd/xz/bz2 (detected by magic bytes), caps pathological lines, and never
+// throws: read problems come back as a Status naming the reason, after everything readable
+// has been delivered.
+#include <cstdint>
+#include <string>
+#include <string_view>
+
+#include "firstfault/reader/input.h"
+#include "firstfault/util/result.h"
+
+namespace firstfault {
+
+// Longest line kept for matching; the rest of a longer line is counted, not kept.
+inline constexpr size_t kMaxLineBytes = 64 * 1024;
+
+class BlockSink {
+ public:
+  virtual ~BlockSink() = default;
+  // A run of complete lines, each ending in '\n' (the last block of an input may lack it).
+  // Lines can be longer than kMaxLineBytes here; consumers cap them for matching.
+  virtual void on_block(std::string_view block) = 0;
+  // One line longer than the read buffer: its first kMaxLineBytes bytes and its full length.
+  virtual void on_long_line(std::string_view head, uint64_t full_length) = 0;
+};
+
+struct ReadStats {
+  uint64_t bytes = 0;             // decompressed bytes delivered
+  uint64_t compressed_bytes = 0;  // bytes read from disk (equal to bytes when uncompressed)
+  std::string compression;        // "", "gzip", "zstd", "xz", "bzip2"
+};
+
+// Reads `input` to the end (or to the first unrecoverable error) and feeds `sink`.
+Status read_input(const InputSource& input, BlockSink& sink, ReadStats& stats);
+
+// Splits a block into lines and calls fn(line_without_newline) for each; used by the pipeline
+// and the tests.
+template <typename Fn>
+void for_each_line(std::string_view block, Fn&& fn) {
+  size_t start = 0;
+  while (start < block.size()) {
+    size_t nl = block.find('\n', start);
+    size_t end = nl == std::string_view::npos ? block.size() : nl;
+    fn(block.substr(start, end - start));
+    if (nl == std::string_view::npos) break;
+    start = nl + 1;
+  }
+}
+
+}  // namespace firstfault

@@ -1,0 +1,26 @@
+#pragma once
+// Stage 6 (renderers): turn a Diagnosis into text for a person or JSON for a program.
+#include <nlohmann/json.hpp>
+#include <string>
+
+#include "firstfault/correlator/diagnosis.h"
+#include "firstfault/signatures/library.h"
+
+namespace firstfault {
+
+inline constexpr const char* kDiagnosisSchema = "firstfault.diagnosis/v1";
+
+struct TextStyle {
+  bool color = false;
+  bool verbose = false;  // every rank's last line, all evidence
+};
+
+nlohmann::json diagnosis_to_json(const Diagnosis& d, const Library& lib);
+std::string render_text(const Diagnosis& d, const Library& lib, const TextStyle& style);
+nlohmann::json entry_to_json(const Entry& e, const Library& lib);
+nlohmann::json evidence_to_json(const Evidence& e);
+
+// JSON text that stays valid whatever bytes the log held.
+std::string dump_json(const nlohmann::json& j, int indent = 2);
+
+}  // namespace firstfault

@@ -1,0 +1,83 @@
+#pragma once
+// Stage 3 (signature library): failure entries and the patterns they reference, loaded from
+// YAML (embedded or --signatures DIR) and validated strictly.
+#include <re2/re2.h>
+
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace firstfault {
+
+enum class Role { kRoot, kCascade, kTeardown, kContext };
+const char* role_name(Role r);
+
+struct SourceLoc {
+  std::string file;
+  int line = 0;  // 1-based
+  int col = 0;   // 1-based
+};
+
+// One distinct regex. Shared patterns (signatures/common) and entry-local ones both end up
+// here; the matcher compiles each once.
+struct PatternDef {
+  std::string name;  // shared: "nccl_watchdog_timeout"; entry-local: "<entry-id>/<name>"
+  std::string regex;
+  std::string description;
+  std::vector<std::string> positive, negative;
+  SourceLoc loc;
+  std::shared_ptr<RE2> re;
+  std::vector<std::string> capture_names;  // index i = capture group i+1 ("" when unnamed)
+};
+
+struct PatternRef {
+  std::string name;  // the name used inside the entry
+  size_t def = 0;    // index into Library::patterns
+  Role role = Role::kContext;
+};
+
+struct CaptureRule {
+  size_t ref = 0;  // index into Entry::refs
+  std::string capture;
+  std::shared_ptr<RE2> re;
+};
+
+struct MatchRule {
+  std::vector<size_t> require, any, boost, penalize;  // indices into Entry::refs
+  std::vector<CaptureRule> captures;
+  bool require_is_default = false;  // require was derived from root patterns (then any one suffices)
+};
+
+struct Example {
+  std::string log;  // relative to testdata/
+  std::optional<int> initiating_rank;
+};
+
+struct Entry {
+  std::string id, title, category, severity;
+  std::vector<std::string> systems;
+  std::vector<PatternRef> refs;
+  MatchRule match;
+  std::vector<std::string> specializes;
+  std::string root_cause, fix;
+  std::vector<std::string> confirm, prevention, references, related;
+  std::vector<Example> examples;
+  SourceLoc loc;
+};
+
+struct Library {
+  std::vector<PatternDef> patterns;
+  std::vector<Entry> entries;
+  std::map<std::string, size_t> pattern_index;  // PatternDef name -> index
+  std::map<std::string, size_t> entry_index;    // id -> index
+
+  const Entry* find_entry(const std::string& id) const;
+  std::optional<size_t> find_pattern(const std::string& name) const;
+};
+
+extern const std::vector<std::string> kCategories;
+extern const std::vector<std::string> kSeverities;
+
+}  // namespace firstfault

@@ -1,0 +1,198 @@
+#include "firstfault/app/commands.h"
+
+#include <spdlog/spdlog.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstdlib>
+#include <filesystem>
+#include <fmt/format.h>
+#include <fstream>
+#include <map>
+#include <set>
+
+#include "firstfault/app/pipeline.h"
+#include "firstfault/matcher/matcher.h"
+#include "firstfault/render/render.h"
+#include "firstfault/signatures/loader.h"
+#include "firstfault/util/strings.h"
+
+namespace firstfault {
+
+namespace fs = std::filesystem;
+
+bool want_color(const std::string& mode) {
+  if (mode == "always") return true;
+  if (mode == "never") return false;
+  const char* nc = std::getenv("NO_COLOR");
+  if (nc && *nc) return false;
+  return ::isatty(STDOUT_FILENO) == 1;
+}
+
+namespace {
+
+// Loads the library or reports every problem on stderr; nullopt means exit 2.
+std::optional<Library> load_or_report(const CommonOptions& o, bool check_samples) {
+  std::vector<LoadProblem> problems;
+  LoadOptions lo;
+  lo.check_samples = check_samples;
+  Library lib = load_library(o.signature_dirs, problems, lo, !o.no_builtin);
+  if (!problems.empty()) {
+    for (const auto& p : problems) fmt::print(stderr, "{}\n", p.format());
+    fmt::print(stderr, "firstfault: the signature library has {} problem(s)\n", problems.size());
+    return std::nullopt;
+  }
+  return lib;
+}
+
+std::optional<Library> load_for_run(const CommonOptions& o) {
+  // Built-in samples are verified by `firstfault check` in CI; user libraries are checked here.
+  return load_or_report(o, !o.signature_dirs.empty());
+}
+
+}  // namespace
+
+int run_diagnose(const DiagnoseOptions& o, std::ostream& out) {
+  if (o.format != "text" && o.format != "json") {
+    fmt::print(stderr, "firstfault: unknown --format '{}' (text, json)\n", o.format);
+    return kExitUsage;
+  }
+  auto lib = load_for_run(o.common);
+  if (!lib) return kExitUsage;
+  Matcher matcher(*lib);
+  if (Status s = matcher.compile(true); !s.ok()) {
+    fmt::print(stderr, "firstfault: {}\n", s.message());
+    return kExitUsage;
+  }
+  AnalyzeOptions ao;
+  ao.rank_from = o.rank_from;
+  if (!o.rank_from.empty()) {
+    RE2 re(o.rank_from, RE2::Quiet);
+    if (!re.ok() || re.NumberOfCapturingGroups() < 1) {
+      fmt::print(stderr, "firstfault: --rank-from '{}' must be a valid regex with one capture group\n", o.rank_from);
+      return kExitUsage;
+    }
+  }
+  JobResult r = analyze_paths(o.paths, matcher, ao);
+  for (const auto& p : r.problems) fmt::print(stderr, "firstfault: {}: {}\n", p.path, p.reason);
+  if (r.interrupted) return kExitInterrupted;
+  bool all_failed = !r.problems.empty() && std::all_of(r.diagnosis.inputs.begin(), r.diagnosis.inputs.end(),
+                                                       [](const InputSummary& s) { return !s.error.empty(); });
+  if (o.format == "json") {
+    out << dump_json(diagnosis_to_json(r.diagnosis, *lib)) << "\n";
+  } else if (!all_failed) {
+    TextStyle style;
+    style.color = want_color(o.color);
+    style.verbose = o.verbose;
+    out << render_text(r.diagnosis, *lib, style);
+  }
+  out.flush();
+  if (!r.problems.empty()) return kExitUsage;
+  return r.diagnosis.verdict == "diagnosed" ? kExitDiagnosed : kExitUnrecognized;
+}
+
+int run_check(const CheckOptions& o, std::ostream& out) {
+  CommonOptions common = o.common;
+  if (!o.dir.empty()) common.signature_dirs.push_back(o.dir);
+  auto lib = load_or_report(common, true);
+  if (!lib) return kExitUsage;
+  std::map<std::string, int> per_category;
+  size_t patterns = lib->patterns.size();
+  for (const auto& e : lib->entries) per_category[e.category]++;
+  out << fmt::format("library: {} entries, {} patterns: all files valid, all sample lines behave\n",
+                     lib->entries.size(), patterns);
+  for (const auto& [c, n] : per_category) out << fmt::format("  {:<20} {}\n", c, n);
+  if (!o.examples) return 0;
+
+  std::string testdata = o.testdata;
+  if (testdata.empty()) testdata = o.dir.empty() ? "testdata" : (fs::path(o.dir).parent_path() / "testdata").string();
+  if (testdata.empty() || !fs::is_directory(testdata)) testdata = "testdata";
+  Matcher matcher(*lib);
+  if (Status s = matcher.compile(true); !s.ok()) {
+    fmt::print(stderr, "firstfault: {}\n", s.message());
+    return kExitUsage;
+  }
+  size_t total = 0, correct = 0;
+  std::map<std::string, std::map<std::string, int>> confusion;  // expected -> got -> count
+  std::vector<std::string> failures;
+  for (const auto& e : lib->entries) {
+    for (const auto& x : e.examples) {
+      ++total;
+      fs::path p = fs::path(testdata) / x.log;
+      if (!fs::exists(p)) {
+        failures.push_back(fmt::format("{}: example log {} does not exist", e.id, p.string()));
+        confusion[e.id]["<missing>"]++;
+        continue;
+      }
+      JobResult r = analyze_paths({p.string()}, matcher, {});
+      const Diagnosis& d = r.diagnosis;
+      std::string got = d.entry ? d.entry->id : "<" + d.verdict + ">";
+      confusion[e.id][got]++;
+      bool id_ok = got == e.id;
+      bool rank_ok = !x.initiating_rank || (d.initiating.rank && *d.initiating.rank == *x.initiating_rank);
+      if (id_ok && rank_ok) {
+        ++correct;
+        continue;
+      }
+      std::string got_rank = d.initiating.rank ? std::to_string(*d.initiating.rank) : "null";
+      failures.push_back(fmt::format("{}: {} diagnosed as {} (rank {}), expected {} (rank {})", e.id, x.log, got,
+                                     got_rank, e.id,
+                                     x.initiating_rank ? std::to_string(*x.initiating_rank) : "any"));
+    }
+  }
+  out << fmt::format("examples: {}/{} diagnosed to their own entry with the expected initiating rank\n", correct, total);
+  if (!failures.empty()) {
+    out << "confusion (expected -> got):\n";
+    for (const auto& [exp, gots] : confusion)
+      for (const auto& [got, n] : gots)
+        if (got != exp) out << fmt::format("  {} -> {} ({})\n", exp, got, n);
+    for (const auto& f : failures) fmt::print(stderr, "check: {}\n", f);
+    return kExitUnrecognized;
+  }
+  return 0;
+}
+
+int run_list(const ListOptions& o, std::ostream& out) {
+  auto lib = load_for_run(o.common);
+  if (!lib) return kExitUsage;
+  if (!o.category.empty() && std::find(kCategories.begin(), kCategories.end(), o.category) == kCategories.end()) {
+    fmt::print(stderr, "firstfault: unknown category '{}'\n", o.category);
+    return kExitUsage;
+  }
+  std::vector<const Entry*> entries;
+  for (const auto& e : lib->entries)
+    if (o.category.empty() || e.category == o.category) entries.push_back(&e);
+  std::sort(entries.begin(), entries.end(), [](const Entry* a, const Entry* b) {
+    return std::tie(a->category, a->id) < std::tie(b->category, b->id);
+  });
+  if (o.patterns) {
+    std::set<std::string> seen;
+    for (const auto& p : lib->patterns)
+      if (seen.insert(p.regex).second) out << p.regex << "\n";
+    return 0;
+  }
+  if (o.format == "json") {
+    nlohmann::json arr = nlohmann::json::array();
+    for (const Entry* e : entries)
+      arr.push_back({{"id", e->id}, {"category", e->category}, {"severity", e->severity}, {"title", e->title}});
+    out << dump_json(arr) << "\n";
+    return 0;
+  }
+  if (o.format != "text") {
+    fmt::print(stderr, "firstfault: unknown --format '{}' (text, json)\n", o.format);
+    return kExitUsage;
+  }
+  for (const Entry* e : entries)
+    out << fmt::format("{:<44} {:<20} {:<9} {}\n", e->id, e->category, e->severity, e->title);
+  return 0;
+}
+
+std::string version_string() {
+  std::vector<LoadProblem> problems;
+  LoadOptions lo;
+  lo.check_samples = false;
+  Library lib = load_library({}, problems, lo);
+  return fmt::format("firstfault {} (built-in library: {} entries)", FIRSTFAULT_VERSION, lib.entries.size());
+}
+
+}  // namespace firstfault

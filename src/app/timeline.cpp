@@ -1,0 +1,76 @@
+// `timeline`: the per-rank view of a job. Ranks that behaved the same are collapsed into ranges
+// so a 1,000-rank job fits on a screen.
+#include <fmt/format.h>
+
+#include <map>
+#include <tuple>
+
+#include "firstfault/app/commands.h"
+#include "firstfault/app/pipeline.h"
+#include "firstfault/render/render.h"
+#include "firstfault/signatures/loader.h"
+#include "firstfault/util/strings.h"
+
+namespace firstfault {
+
+int run_timeline(const TimelineOptions& o, std::ostream& out) {
+  std::vector<LoadProblem> problems;
+  LoadOptions lo;
+  lo.check_samples = !o.common.signature_dirs.empty();
+  Library lib = load_library(o.common.signature_dirs, problems, lo, !o.common.no_builtin);
+  if (!problems.empty()) {
+    for (const auto& p : problems) fmt::print(stderr, "{}\n", p.format());
+    return kExitUsage;
+  }
+  Matcher matcher(lib);
+  if (Status s = matcher.compile(true); !s.ok()) {
+    fmt::print(stderr, "firstfault: {}\n", s.message());
+    return kExitUsage;
+  }
+  AnalyzeOptions ao;
+  ao.rank_from = o.rank_from;
+  JobResult r = analyze_paths(o.paths, matcher, ao);
+  for (const auto& p : r.problems) fmt::print(stderr, "firstfault: {}: {}\n", p.path, p.reason);
+  if (r.interrupted) return kExitInterrupted;
+  const Diagnosis& d = r.diagnosis;
+  if (o.format == "json") {
+    nlohmann::json j = diagnosis_to_json(d, lib);
+    nlohmann::json t;
+    t["schema"] = "firstfault.timeline/v1";
+    t["ranks"] = j["ranks"];
+    t["initiating_rank"] = j["diagnosis"].is_null() ? nlohmann::json(nullptr) : j["diagnosis"]["initiating_rank"];
+    t["collateral"] = j["collateral"];
+    t["inputs"] = j["inputs"];
+    out << dump_json(t) << "\n";
+    return r.problems.empty() ? 0 : kExitUsage;
+  }
+  // Group ranks by (role, first event pattern, last step) so identical ranks collapse.
+  struct Group {
+    std::vector<int> ranks;
+    const RankSummary* example;
+  };
+  std::map<std::tuple<int, std::string, std::string, int64_t>, Group> groups;
+  for (const auto& rs : d.ranks) {
+    int order = rs.role == "initiating" ? 0 : rs.role == "collateral" ? 1 : 2;
+    std::string pat = rs.first_event ? rs.first_event->pattern : "";
+    auto key = std::make_tuple(order, rs.role, pat, rs.last_step);
+    auto& g = groups[key];
+    if (g.ranks.empty()) g.example = &rs;
+    g.ranks.push_back(rs.rank);
+  }
+  out << fmt::format("{:<14} {:<11} {:<28} {:>8}  {}\n", "ranks", "role", "first event", "step", "last line (of the first rank)");
+  for (const auto& [key, g] : groups) {
+    const RankSummary& ex = *g.example;
+    std::string first = ex.first_event ? ex.first_event->pattern : "-";
+    std::string step = ex.last_step >= 0 ? std::to_string(ex.last_step) : "-";
+    out << fmt::format("{:<14} {:<11} {:<28} {:>8}  {}\n", format_ranges(g.ranks), ex.role, truncate_utf8(first, 28), step,
+                       strip_control(truncate_utf8(ex.last_line, 100)));
+  }
+  if (d.ranks.empty()) out << "(no line in the input names a rank)\n";
+  if (d.entry)
+    out << fmt::format("\n{}: initiating rank {} — {}\n", d.entry->id,
+                       d.initiating.rank ? std::to_string(*d.initiating.rank) : "unknown", d.initiating.reason);
+  return r.problems.empty() ? 0 : kExitUsage;
+}
+
+}  // namespace firstfault

@@ -1,0 +1,650 @@
+#include "firstfault/attribution/line_attributor.h"
+
+#include <re2/re2.h>
+
+#include <array>
+#include <cstring>
+
+#include "firstfault/util/strings.h"
+
+namespace firstfault {
+namespace {
+
+using sv = std::string_view;
+
+bool digits_at(sv s, size_t pos, size_t n) {
+  if (pos + n > s.size()) return false;
+  for (size_t i = 0; i < n; ++i)
+    if (!is_digit(s[pos + i])) return false;
+  return true;
+}
+unsigned num(sv s, size_t pos, size_t n) {
+  unsigned v = 0;
+  for (size_t i = 0; i < n; ++i) v = v * 10 + static_cast<unsigned>(s[pos + i] - '0');
+  return v;
+}
+
+// "HH:MM:SS" at pos.
+bool hms_at(sv s, size_t pos, unsigned& h, unsigned& m, unsigned& sec) {
+  if (!digits_at(s, pos, 2) || pos + 8 > s.size() || s[pos + 2] != ':' || !digits_at(s, pos + 3, 2) ||
+      s[pos + 5] != ':' || !digits_at(s, pos + 6, 2))
+    return false;
+  h = num(s, pos, 2);
+  m = num(s, pos + 3, 2);
+  sec = num(s, pos + 6, 2);
+  return h < 24 && m < 60 && sec < 61;
+}
+
+// Fraction after '.' or ',': returns digits consumed and milliseconds.
+size_t frac_at(sv s, size_t pos, unsigned& ms) {
+  size_t i = pos;
+  while (i < s.size() && is_digit(s[i]) && i - pos < 9) ++i;
+  size_t n = i - pos;
+  ms = 0;
+  for (size_t k = 0; k < 3; ++k) ms = ms * 10 + (k < n ? static_cast<unsigned>(s[pos + k] - '0') : 0);
+  return n;
+}
+
+// ISO-8601 / Python logging: YYYY-MM-DD[T ]HH:MM:SS([.,]f+)?(Z|[+-]hh(:?mm)?)?
+size_t parse_iso(sv s, Timestamp& t, bool* had_t = nullptr) {
+  if (!digits_at(s, 0, 4) || s.size() < 19 || s[4] != '-' || !digits_at(s, 5, 2) || s[7] != '-' ||
+      !digits_at(s, 8, 2) || (s[10] != 'T' && s[10] != ' ' && s[10] != '_'))
+    return 0;
+  unsigned h, mi, sec, ms = 0;
+  if (!hms_at(s, 11, h, mi, sec)) return 0;
+  unsigned mon = num(s, 5, 2), day = num(s, 8, 2);
+  if (mon < 1 || mon > 12 || day < 1 || day > 31) return 0;
+  size_t i = 19;
+  if (i < s.size() && (s[i] == '.' || s[i] == ',') && i + 1 < s.size() && is_digit(s[i + 1])) i += 1 + frac_at(s, i + 1, ms);
+  int64_t offset_min = 0;
+  if (i < s.size() && s[i] == 'Z') {
+    ++i;
+  } else if (i + 2 < s.size() && (s[i] == '+' || s[i] == '-') && digits_at(s, i + 1, 2) && s[10] == 'T') {
+    int sign = s[i] == '+' ? 1 : -1;
+    unsigned oh = num(s, i + 1, 2), om = 0;
+    size_t j = i + 3;
+    if (j < s.size() && s[j] == ':') ++j;
+    if (digits_at(s, j, 2)) {
+      om = num(s, j, 2);
+      j += 2;
+    }
+    offset_min = sign * static_cast<int64_t>(oh * 60 + om);
+    i = j;
+  }
+  t.kind = Timestamp::kFull;
+  t.ms = make_ms(num(s, 0, 4), mon, day, h, mi, sec, ms) - offset_min * 60000;
+  if (had_t) *had_t = s[10] == 'T';
+  return i;
+}
+
+constexpr std::array<const char*, 12> kMonths = {"Jan", "Feb", "Mar", "Apr", "May", "Jun",
+                                                 "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"};
+int month_index(sv s) {
+  for (size_t i = 0; i < kMonths.size(); ++i)
+    if (s.substr(0, 3) == kMonths[i]) return static_cast<int>(i) + 1;
+  return 0;
+}
+
+// "Mar  3 04:27:08" at pos: returns length (15) or 0.
+size_t parse_mon_day_time(sv s, size_t pos, Timestamp& t) {
+  if (pos + 15 > s.size()) return 0;
+  int mon = month_index(s.substr(pos, 3));
+  if (!mon || s[pos + 3] != ' ') return 0;
+  size_t d = pos + 4;
+  unsigned day;
+  if (s[d] == ' ' && is_digit(s[d + 1])) day = num(s, d + 1, 1);
+  else if (digits_at(s, d, 2)) day = num(s, d, 2);
+  else return 0;
+  if (s[d + 2] != ' ') return 0;
+  unsigned h, mi, sec;
+  if (!hms_at(s, d + 3, h, mi, sec)) return 0;
+  t.kind = Timestamp::kNoYear;
+  t.ms = make_ms(2000, static_cast<unsigned>(mon), day, h, mi, sec, 0);
+  return 15;
+}
+
+// ---- individual prefix parsers: each returns bytes consumed (0 = not this format) ----
+
+// kubectl --timestamps / CRI: "2019-06-21T19:50:53.813339525Z [stdout F ]"
+size_t p_cri(sv s, Attribution& a) {
+  Timestamp t;
+  bool had_t = false;
+  size_t n = parse_iso(s, t, &had_t);
+  if (!n || !had_t || n >= s.size() || s[n] != ' ') return 0;
+  ++n;
+  sv rest = s.substr(n);
+  if ((starts_with(rest, "stdout ") || starts_with(rest, "stderr ")) && rest.size() >= 9 &&
+      (rest[7] == 'F' || rest[7] == 'P') && rest[8] == ' ')
+    n += 9;
+  a.time = t;
+  return n;
+}
+
+// kubectl logs --prefix: "[pod/name/container] "
+size_t p_kube_prefix(sv s, Attribution& a) {
+  if (!starts_with(s, "[pod/")) return 0;
+  size_t close = s.find("] ");
+  if (close == sv::npos || close > 300) return 0;
+  sv inner = s.substr(5, close - 5);
+  size_t slash = inner.find('/');
+  a.host = inner.substr(0, slash);
+  return close + 2;
+}
+
+// syslog: "May 18 19:02:39 [host ]ident[pid]: "
+size_t p_syslog(sv s, Attribution& a) {
+  Timestamp t;
+  if (!parse_mon_day_time(s, 0, t) || s.size() < 17 || s[15] != ' ') return 0;
+  size_t i = 16;
+  size_t sp = s.find(' ', i);
+  if (sp == sv::npos) return 0;
+  sv tok1 = s.substr(i, sp - i);
+  if (tok1.empty()) return 0;
+  if (tok1.back() == ':') {  // no host field
+    a.time = t;
+    return sp + 1;
+  }
+  size_t sp2 = s.find(' ', sp + 1);
+  if (sp2 == sv::npos) return 0;
+  sv tok2 = s.substr(sp + 1, sp2 - sp - 1);
+  if (tok2.empty() || tok2.back() != ':') return 0;
+  a.time = t;
+  a.host = tok1;
+  return sp2 + 1;
+}
+
+// dmesg: "[12345.678901] ", "[Fri Mar  3 04:27:08 2023] ", "[  +0.000316] "
+size_t p_dmesg(sv s, Attribution& a) {
+  if (s.size() < 4 || s[0] != '[') return 0;
+  size_t i = 1;
+  while (i < s.size() && s[i] == ' ') ++i;
+  if (i < s.size() && s[i] == '+') ++i;
+  size_t dstart = i;
+  while (i < s.size() && is_digit(s[i])) ++i;
+  if (i > dstart && i < s.size() && s[i] == '.') {
+    size_t fstart = ++i;
+    while (i < s.size() && is_digit(s[i])) ++i;
+    if (i - fstart != 6 || i + 1 >= s.size() || s[i] != ']' || s[i + 1] != ' ') return 0;
+    if (s[dstart - 1] != '+') {
+      int64_t secs = 0;
+      parse_uint(s.substr(dstart), secs);
+      a.time.kind = Timestamp::kBoot;
+      a.time.ms = secs * 1000 + num(s, fstart, 3);
+    }
+    return i + 2;
+  }
+  // dmesg -T: "[Fri Mar  3 04:27:08 2023] "
+  if (s.size() >= 27 && s[4] == ' ' && s[25] == ']') {
+    Timestamp t;
+    if (parse_mon_day_time(s, 5, t) && s[20] == ' ' && digits_at(s, 21, 4)) {
+      a.time = with_year(t, static_cast<int>(num(s, 21, 4)));
+      return s.size() > 26 && s[26] == ' ' ? 27 : 26;
+    }
+  }
+  return 0;
+}
+
+// Ray: "(RayTrainWorker pid=75123, ip=10.0.0.1) ", "(MegatronPolicyWorker[rank=0] pid=1, ip=..) ", "(pid=45601) "
+size_t p_ray(sv s, Attribution& a) {
+  if (s.size() < 8 || s[0] != '(') return 0;
+  size_t close = s.find(") ");
+  if (close == sv::npos || close > 200) return 0;
+  sv inner = s.substr(1, close - 1);
+  size_t pidpos = inner.find("pid=");
+  if (pidpos == sv::npos || (pidpos > 0 && inner[pidpos - 1] != ' ')) return 0;
+  int64_t pid = 0;
+  if (!parse_uint(inner.substr(pidpos + 4), pid)) return 0;
+  a.pid = pid;
+  size_t ip = inner.find("ip=");
+  if (ip != sv::npos) a.host = inner.substr(ip + 3, inner.find_first_of(",)", ip) == sv::npos ? sv::npos : inner.find_first_of(",)", ip) - ip - 3);
+  size_t r = inner.find("[rank=");
+  int64_t rank = 0;
+  if (r != sv::npos && parse_uint(inner.substr(r + 6), rank)) a.rank = static_cast<int>(rank);
+  return close + 2;
+}
+
+// Open MPI: "[1,3]<stderr>:", "[1,3][host:pid]<stdout>: ", "[3]<stdout>:", with an optional ctime before it.
+size_t p_ompi(sv s, Attribution& a) {
+  size_t i = 0;
+  if (s.size() > 24 && s[3] == ' ' && s[7] == ' ' && month_index(s.substr(4, 3))) {  // ctime glued on (4.x)
+    Timestamp t;
+    if (parse_mon_day_time(s, 4, t) && s[19] == ' ' && digits_at(s, 20, 4)) {
+      i = 24;
+      if (i < s.size() && s[i] == ']') ++i;
+      a.time = with_year(t, static_cast<int>(num(s, 20, 4)));
+    }
+  }
+  if (i >= s.size() || s[i] != '[') return 0;
+  size_t j = i + 1;
+  int64_t first = 0, second = -1;
+  size_t n = parse_uint(s.substr(j), first);
+  if (!n) return 0;
+  j += n;
+  if (j < s.size() && s[j] == ',') {
+    ++j;
+    n = parse_uint(s.substr(j), second);
+    if (!n) return 0;
+    j += n;
+  }
+  if (j >= s.size() || s[j] != ']') return 0;
+  ++j;
+  if (j < s.size() && s[j] == '[') {  // tag-detailed [host:pid]
+    size_t close = s.find(']', j);
+    if (close == sv::npos) return 0;
+    sv hp = s.substr(j + 1, close - j - 1);
+    a.host = hp.substr(0, hp.find(':'));
+    j = close + 1;
+  }
+  sv rest = s.substr(j);
+  size_t tag = 0;
+  for (sv t : {sv("<stdout>:"), sv("<stderr>:"), sv("<stddiag>:")})
+    if (starts_with(rest, t)) tag = t.size();
+  if (!tag) return 0;
+  j += tag;
+  if (j < s.size() && s[j] == ' ') ++j;
+  a.rank = static_cast<int>(second >= 0 ? second : first);
+  return j;
+}
+
+// "[rank3]:" (c10, no space) / "[rank3]: " (excepthook) / "[default3]:" (torchrun tee, local rank) / "[3]:"
+size_t p_bracket_rank(sv s, Attribution& a) {
+  if (s.size() < 4 || s[0] != '[') return 0;
+  size_t close = s.find("]:");
+  if (close == sv::npos || close > 40) return 0;
+  sv inner = s.substr(1, close - 1);
+  size_t d = inner.size();
+  while (d > 0 && is_digit(inner[d - 1])) --d;
+  if (d == inner.size()) return 0;
+  sv role = inner.substr(0, d);
+  for (char c : role)
+    if (!(std::isalpha(static_cast<unsigned char>(c)) || c == '_' || c == '-')) return 0;
+  int64_t v = 0;
+  parse_uint(inner.substr(d), v);
+  if (role == "rank" || role.empty()) a.rank = static_cast<int>(v);
+  else a.local_rank = static_cast<int>(v);
+  size_t n = close + 2;
+  if (n < s.size() && s[n] == ' ') ++n;
+  return n;
+}
+
+// c10 header: "[E1003 18:37:01.832146912 ProcessGroupNCCL.cpp:607] " or "[E ProcessGroupNCCL.cpp:737] "
+size_t p_c10_header(sv s, Attribution& a) {
+  if (s.size() < 8 || s[0] != '[' || !std::strchr("IWEFV", s[1])) return 0;
+  size_t i = 2;
+  if (s[i] != ' ') {
+    size_t ds = i;
+    while (i < s.size() && is_digit(s[i])) ++i;
+    size_t nd = i - ds;
+    if ((nd != 3 && nd != 4) || i >= s.size() || s[i] != ' ') return 0;
+    unsigned md = num(s, ds, nd);
+    unsigned h, mi, sec;
+    if (!hms_at(s, i + 1, h, mi, sec)) return 0;
+    i += 9;
+    unsigned ms = 0;
+    if (i < s.size() && s[i] == '.') i += 1 + frac_at(s, i + 1, ms);
+    unsigned mon = md / 100, day = md % 100;
+    if (mon >= 1 && mon <= 12 && day >= 1 && day <= 31) {
+      a.time.kind = Timestamp::kNoYear;
+      a.time.ms = make_ms(2000, mon, day, h, mi, sec, 0);  // the fraction is CLOCK_MONOTONIC, not wall clock
+    }
+  }
+  if (i >= s.size() || s[i] != ' ') return 0;
+  size_t close = s.find("] ", i);
+  if (close == sv::npos || close - i > 120) return 0;
+  sv file = s.substr(i + 1, close - i - 1);
+  if (file.find(':') == sv::npos || file.find(' ') != sv::npos) return 0;
+  return close + 2;
+}
+
+// glog / torch python glog-style: "W0801 13:23:17.366000 32974 path.py:900] "
+size_t p_glog(sv s, Attribution& a) {
+  if (s.size() < 25 || !std::strchr("IWEFD", s[0]) || !digits_at(s, 1, 4) || s[5] != ' ') return 0;
+  unsigned h, mi, sec, ms = 0;
+  if (!hms_at(s, 6, h, mi, sec)) return 0;
+  size_t i = 14;
+  if (i < s.size() && s[i] == '.') i += 1 + frac_at(s, i + 1, ms);
+  if (i >= s.size() || s[i] != ' ') return 0;
+  ++i;
+  int64_t pid = 0;
+  size_t n = parse_uint(s.substr(i), pid);
+  if (!n) return 0;
+  i += n;
+  size_t close = s.find("] ", i);
+  if (close == sv::npos || close - i > 200) return 0;
+  unsigned mon = num(s, 1, 2), day = num(s, 3, 2);
+  if (mon >= 1 && mon <= 12 && day >= 1 && day <= 31) {
+    a.time.kind = Timestamp::kNoYear;
+    a.time.ms = make_ms(2000, mon, day, h, mi, sec, ms);
+  }
+  a.pid = pid;
+  return close + 2;
+}
+
+bool is_level(sv s) {
+  for (sv l : {sv("DEBUG"), sv("INFO"), sv("WARNING"), sv("WARN"), sv("ERROR"), sv("CRITICAL"), sv("FATAL")})
+    if (s == l) return true;
+  return false;
+}
+
+// "[2023-04-14 13:11:27,879] [INFO] [launch.py:428:sigkill_handler] ", "[2024-05-08 08:47:31,877] name: [ERROR] ",
+// " [2024-05-08 08:47:31] " (Megatron), "[2025-05-01 12:00:00] " (NCCL >= 2.26), "[2026-09-14T17:14:38.784] " (slurmstepd)
+size_t p_bracket_time(sv s, Attribution& a) {
+  size_t i = 0;
+  while (i < s.size() && i < 2 && s[i] == ' ') ++i;
+  if (i >= s.size() || s[i] != '[') return 0;
+  Timestamp t;
+  size_t n = parse_iso(s.substr(i + 1), t);
+  if (!n || i + 1 + n >= s.size() || s[i + 1 + n] != ']') return 0;
+  a.time = t;
+  size_t j = i + 1 + n + 1;
+  if (j < s.size() && s[j] == ' ') ++j;
+  // DeepSpeed: "[LEVEL] [file:line:func] "
+  if (j < s.size() && s[j] == '[') {
+    size_t close = s.find("] ", j);
+    if (close != sv::npos && is_level(s.substr(j + 1, close - j - 1))) {
+      j = close + 2;
+      if (j < s.size() && s[j] == '[') {
+        size_t c2 = s.find("] ", j);
+        if (c2 != sv::npos && c2 - j < 120 && s.substr(j, c2 - j).find(':') != sv::npos) j = c2 + 2;
+      }
+    }
+  } else {
+    // torchelastic 2.1-2.3: "logger.name: [LEVEL] "
+    size_t colon = s.find(": [", j);
+    if (colon != sv::npos && colon - j < 80 && s.substr(j, colon - j).find(' ') == sv::npos) {
+      size_t close = s.find("] ", colon + 3);
+      if (close != sv::npos && is_level(s.substr(colon + 3, close - colon - 3))) j = close + 2;
+    }
+  }
+  return j;
+}
+
+// Python logging / plain: "2021-08-04 11:52:22,414 - mmdet - INFO - " or "2024-11-20 14:37:16 "
+size_t p_iso_plain(sv s, Attribution& a) {
+  Timestamp t;
+  size_t n = parse_iso(s, t);
+  if (!n || n >= s.size() || (s[n] != ' ' && s[n] != '\t' && s[n] != ']' && s[n] != '|')) return 0;
+  a.time = t;
+  size_t j = n;
+  while (j < s.size() && (s[j] == ' ' || s[j] == '\t' || s[j] == '|')) ++j;
+  // " - name - LEVEL - "
+  if (starts_with(s.substr(n), " - ")) {
+    size_t k = n + 3;
+    for (int fields = 0; fields < 3; ++fields) {
+      size_t sep = s.find(" - ", k);
+      if (sep == sv::npos || sep - k > 60) break;
+      sv f = s.substr(k, sep - k);
+      k = sep + 3;
+      if (is_level(f)) {
+        j = k;
+        break;
+      }
+    }
+    if (j == n + 1) j = n + 3;
+  }
+  return j;
+}
+
+// vLLM: "INFO 05-16 09:49:32 [parallel_state.py:1004] " (also without the bracket in older versions)
+size_t p_vllm(sv s, Attribution& a) {
+  size_t sp = s.find(' ');
+  if (sp == sv::npos || sp > 8 || !is_level(s.substr(0, sp))) return 0;
+  size_t i = sp + 1;
+  if (!digits_at(s, i, 2) || i + 14 > s.size() || s[i + 2] != '-' || !digits_at(s, i + 3, 2) || s[i + 5] != ' ')
+    return 0;
+  unsigned h, mi, sec;
+  if (!hms_at(s, i + 6, h, mi, sec)) return 0;
+  unsigned mon = num(s, i, 2), day = num(s, i + 3, 2);
+  if (mon < 1 || mon > 12 || day < 1 || day > 31) return 0;
+  a.time.kind = Timestamp::kNoYear;
+  a.time.ms = make_ms(2000, mon, day, h, mi, sec, 0);
+  size_t j = i + 14;
+  if (j < s.size() && s[j] == ' ') ++j;
+  if (j < s.size() && s[j] == '[') {
+    size_t close = s.find("] ", j);
+    if (close != sv::npos && close - j < 120) j = close + 2;
+  }
+  return j;
+}
+
+// Python logging default: "WARNING:torch.distributed.elastic.multiprocessing.api:"
+size_t p_pylog_default(sv s, Attribution&) {
+  size_t c = s.find(':');
+  if (c == sv::npos || c > 8 || !is_level(s.substr(0, c))) return 0;
+  size_t c2 = s.find(':', c + 1);
+  if (c2 == sv::npos || c2 - c > 100) return 0;
+  sv logger = s.substr(c + 1, c2 - c - 1);
+  if (logger.empty() || logger.find(' ') != sv::npos) return 0;
+  return c2 + 1;
+}
+
+// Slurm srun --label: "  3: " or "P1 3: "
+size_t p_slurm_label(sv s, Attribution& a) {
+  size_t i = 0;
+  if (s.size() > 3 && s[0] == 'P' && is_digit(s[1])) {
+    i = 1;
+    while (i < s.size() && is_digit(s[i])) ++i;
+    if (i >= s.size() || s[i] != ' ') return 0;
+  }
+  while (i < s.size() && s[i] == ' ' && i < 8) ++i;
+  int64_t v = 0;
+  size_t n = parse_uint(s.substr(i), v);
+  if (!n || n > 6) return 0;
+  i += n;
+  if (i + 1 >= s.size() || s[i] != ':' || s[i + 1] != ' ') return 0;
+  a.rank = static_cast<int>(v);
+  return i + 2;
+}
+
+bool is_ipv4(sv s) {
+  int dots = 0, digits = 0;
+  for (char c : s) {
+    if (c == '.') {
+      if (!digits) return false;
+      ++dots;
+      digits = 0;
+    } else if (is_digit(c)) {
+      if (++digits > 3) return false;
+    } else {
+      return false;
+    }
+  }
+  return dots == 3 && digits > 0;
+}
+
+// pdsh: "host: " (IPv4 always; names only once the job shows it uses pdsh)
+size_t p_pdsh(sv s, Attribution& a, bool pdsh) {
+  size_t c = s.find(": ");
+  if (c == sv::npos || c == 0 || c > 64) return 0;
+  sv host = s.substr(0, c);
+  bool ip = is_ipv4(host);
+  if (!ip) {
+    if (!pdsh) return 0;
+    for (char ch : host)
+      if (!(std::isalnum(static_cast<unsigned char>(ch)) || ch == '-' || ch == '.' || ch == '_')) return 0;
+  }
+  a.host = host;
+  return c + 2;
+}
+
+// NCCL: "host:pid:tid [dev] " (dev is the local CUDA device, not a rank)
+size_t p_nccl(sv s, Attribution& a) {
+  size_t c1 = s.find(':');
+  if (c1 == sv::npos || c1 == 0 || c1 > 100) return 0;
+  for (size_t k = 0; k < c1; ++k)
+    if (s[k] == ' ' || s[k] == '[') return 0;
+  int64_t pid = 0, tid = 0;
+  size_t n1 = parse_uint(s.substr(c1 + 1), pid);
+  if (!n1 || c1 + 1 + n1 >= s.size() || s[c1 + 1 + n1] != ':') return 0;
+  size_t t0 = c1 + 2 + n1;
+  size_t n2 = parse_uint(s.substr(t0), tid);
+  if (!n2) return 0;
+  size_t i = t0 + n2;
+  if (i + 3 >= s.size() || s[i] != ' ') return 0;
+  ++i;
+  if (s[i] == '[') {
+    size_t close = s.find("] ", i);
+    if (close == sv::npos || close - i > 6) return 0;
+    i = close + 2;
+  } else if (!starts_with(s.substr(i), "NCCL ")) {
+    return 0;
+  }
+  a.host = s.substr(0, c1);
+  a.pid = pid;
+  return i;
+}
+
+// PyTorch message tags: "[Rank 3]" (torch <= 2.2, DeepSpeed log_dist) or the default PG's
+// "[PG 0 Rank 3]" / "[PG ID 0 PG GUID 0(default_pg) Rank 3]". Other PGs carry a PG-local rank.
+int rank_from_message(sv body) {
+  size_t pos = 0;
+  while ((pos = body.find("Rank ", pos)) != sv::npos) {
+    size_t start = body.rfind('[', pos);
+    int64_t v = 0;
+    size_t n = parse_uint(body.substr(pos + 5), v);
+    if (n && pos + 5 + n < body.size() && body[pos + 5 + n] == ']' && start != sv::npos && pos - start < 60) {
+      sv tag = body.substr(start + 1, pos - start - 1);
+      if (tag.empty()) return static_cast<int>(v);
+      if (starts_with(tag, "PG 0 ") || starts_with(tag, "PG ID 0 ") || tag.find("(default_pg)") != sv::npos)
+        return static_cast<int>(v);
+    }
+    pos += 5;
+  }
+  return -1;
+}
+
+// "[rank3]:" glued somewhere inside the line (after a tqdm bar or a caret line).
+int rank_from_glued_prefix(sv line) {
+  size_t pos = 0;
+  while ((pos = line.find("[rank", pos)) != sv::npos) {
+    int64_t v = 0;
+    size_t n = parse_uint(line.substr(pos + 5), v);
+    if (n && pos + 5 + n + 1 < line.size() && line[pos + 5 + n] == ']' && line[pos + 6 + n] == ':')
+      return static_cast<int>(v);
+    pos += 5;
+  }
+  return -1;
+}
+
+// Lines that continue the previous record of the same process (C++ frames, what(), indented
+// traceback lines) inherit its rank.
+bool is_continuation(sv body) {
+  if (body.empty()) return false;
+  if (body[0] == ' ' || body[0] == '\t') return true;
+  return starts_with(body, "frame #") || starts_with(body, "what():") || starts_with(body, "Exception raised from") ||
+         starts_with(body, "Last error:") || (body[0] == '#' && body.size() > 1 && is_digit(body[1]));
+}
+
+}  // namespace
+
+std::string_view strip_ansi(std::string_view line, std::string& scratch) {
+  if (line.find('\x1b') == sv::npos && line.find('\0') == sv::npos) return line;
+  scratch.clear();
+  for (size_t i = 0; i < line.size(); ++i) {
+    char c = line[i];
+    if (c == '\0') continue;
+    if (c != '\x1b') {
+      scratch.push_back(c);
+      continue;
+    }
+    if (i + 1 < line.size() && line[i + 1] == '[') {  // CSI
+      i += 2;
+      while (i < line.size() && !(line[i] >= '@' && line[i] <= '~')) ++i;
+    } else if (i + 1 < line.size() && line[i + 1] == ']') {  // OSC
+      i += 2;
+      while (i < line.size() && line[i] != '\a' && !(line[i] == '\x1b' && i + 1 < line.size() && line[i + 1] == '\\'))
+        ++i;
+      if (i < line.size() && line[i] == '\x1b') ++i;
+    } else {
+      ++i;  // two-byte escape
+    }
+  }
+  return scratch;
+}
+
+Attribution LineAttributor::attribute(std::string_view line) {
+  Attribution a;
+  sv s = line;
+  bool any_prefix = false;
+  // Peel layers from the outside in; layers may come in any order, so restart after each.
+  for (int round = 0; round < 12 && !s.empty(); ++round) {
+    size_t n = 0;
+    char c = s[0];
+    if (c == '[') {
+      if (!(n = p_bracket_rank(s, a)) && !(n = p_c10_header(s, a)) && !(n = p_bracket_time(s, a)) &&
+          !(n = p_ompi(s, a)) && !(n = p_kube_prefix(s, a)))
+        n = p_dmesg(s, a);
+    } else if (c == '(') {
+      n = p_ray(s, a);
+    } else if (is_digit(c)) {
+      if (!(n = p_cri(s, a)) && !(n = p_iso_plain(s, a)) && !(n = p_slurm_label(s, a)) && !(n = p_pdsh(s, a, pdsh_)))
+        n = p_nccl(s, a);
+    } else if (c == ' ') {
+      if (!(n = p_slurm_label(s, a))) n = p_bracket_time(s, a);
+    } else {
+      if (std::strchr("IWEFD", c)) n = p_glog(s, a);
+      if (!n && std::isupper(static_cast<unsigned char>(c))) {
+        if (!(n = p_syslog(s, a)) && !(n = p_vllm(s, a)) && !(n = p_ompi(s, a))) n = p_pylog_default(s, a);
+      }
+      if (!n && c == 'P') n = p_slurm_label(s, a);
+      if (!n) n = p_nccl(s, a);
+      if (!n) n = p_pdsh(s, a, pdsh_);
+    }
+    if (!n) break;
+    any_prefix = true;
+    s.remove_prefix(n);
+  }
+  a.body = s;
+
+  if (a.rank < 0) a.rank = rank_from_glued_prefix(line);
+  if (a.rank < 0) a.rank = rank_from_message(s);
+  if (a.rank < 0 && a.local_rank >= 0 && a.host.empty() && file_.rank < 0) {
+    // torchrun's [defaultN]: is a local rank; with no host in sight this is a one-node job,
+    // where it equals the global rank.
+    a.rank = a.local_rank;
+  }
+  if (a.rank < 0 && file_.rank >= 0) a.rank = file_.rank;
+  if (a.host.empty() && !file_.host.empty()) a.host = file_.host;
+  if (a.rank < 0 && !any_prefix && last_rank_ >= 0 && is_continuation(s)) {
+    a.rank = last_rank_;
+    a.inherited = true;
+  }
+  if (a.rank >= 0 && !a.inherited) last_rank_ = a.rank;
+  else if (any_prefix && a.rank < 0 && a.local_rank < 0) last_rank_ = -1;
+  return a;
+}
+
+FileIdentity identity_from_path(std::string_view path, const std::string& rank_from) {
+  FileIdentity id;
+  std::string p(path);
+  if (!rank_from.empty()) {
+    RE2 re(rank_from);
+    if (re.ok()) {
+      std::string v;
+      if (re.NumberOfCapturingGroups() >= 1 && RE2::PartialMatch(p, re, &v)) {
+        if (auto r = to_int(v)) id.rank = static_cast<int>(*r);
+      }
+    }
+    return id;
+  }
+  // Each rule names where the rank sits in the path; the last path component wins over the
+  // directory (rank_3/stdout.log). Patterns are tried on the file name, then on its directory.
+  static const RE2 kRankRules(
+      R"((?i)(?:^|[^a-z])(?:rank|proc|process|task|stdout|stderr|worker)[_\-.]?(\d{1,6})(?:[^0-9]|$))");
+  static const RE2 kSlurmArray(R"(slurm-\d+_(\d{1,6})\.(?:out|err|log))");
+  static const RE2 kNode(R"((?i)^((?:node|host|gpu|nid)[\w\-]*?\d+)\.(?:out|err|log|txt)$)");
+  size_t slash = p.rfind('/');
+  std::string name = slash == std::string::npos ? p : p.substr(slash + 1);
+  std::string dir = slash == std::string::npos ? "" : p.substr(0, slash);
+  std::string dirname = dir.substr(dir.rfind('/') == std::string::npos ? 0 : dir.rfind('/') + 1);
+  std::string v;
+  if (RE2::PartialMatch(name, kSlurmArray, &v) || RE2::PartialMatch(name, kRankRules, &v) ||
+      RE2::PartialMatch(dirname, kRankRules, &v)) {
+    if (auto r = to_int(v)) id.rank = static_cast<int>(*r);
+  }
+  std::string host;
+  if (RE2::FullMatch(name, kNode, &host)) id.host = host;
+  return id;
+}
+
+}  // namespace firstfault

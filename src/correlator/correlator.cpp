@@ -1,0 +1,672 @@
+#include "firstfault/correlator/correlator.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+#include <set>
+
+#include "firstfault/util/strings.h"
+
+namespace firstfault {
+
+namespace {
+
+int to_int_or(const std::string* s, int fallback) {
+  if (!s || s->empty()) return fallback;
+  auto v = to_int(*s);
+  return v ? static_cast<int>(*v) : fallback;
+}
+
+// "3b000" (NCCL busId) or "0000:3b:00" (Xid PCI) -> "3b" (the PCI bus, lower case).
+std::string pci_bus(const std::string& s) {
+  std::string lower;
+  for (char c : s) lower.push_back(static_cast<char>(std::tolower(static_cast<unsigned char>(c))));
+  if (lower.find(':') != std::string::npos) {
+    // [domain:]bus:device[.fn]
+    std::vector<std::string> parts;
+    size_t start = 0;
+    for (size_t i = 0; i <= lower.size(); ++i)
+      if (i == lower.size() || lower[i] == ':') {
+        parts.push_back(lower.substr(start, i - start));
+        start = i + 1;
+      }
+    std::string bus = parts.size() >= 3 ? parts[parts.size() - 2] : parts[0];
+    while (bus.size() > 2 && bus[0] == '0') bus.erase(0, 1);
+    return bus;
+  }
+  // busId: bus(2) + device(2) + function(1), with optional leading domain digits.
+  if (lower.size() < 5) return "";
+  std::string bus = lower.substr(lower.size() - 5, 2);
+  return bus;
+}
+
+bool is_nccl_timeout_def(const Library& lib, size_t def) {
+  const std::string& n = lib.patterns[def].name;
+  return n == "nccl_watchdog_timeout" || n == "nccl_watchdog_timeout_noseq";
+}
+
+}  // namespace
+
+struct Correlator::Hits {
+  const Entry* entry = nullptr;
+  std::vector<std::vector<const Event*>> by_ref;  // events per ref that satisfy capture rules
+  bool supported = false;
+  bool has_root = false;
+  double confidence = 0;
+  const Event* first_root = nullptr;
+  const Event* first_any = nullptr;
+};
+
+Correlator::Correlator(const Library& lib)
+    : lib_(lib), events_by_def_(lib.patterns.size()), count_by_def_(lib.patterns.size(), 0) {}
+
+Correlator::RankState* Correlator::rank_state(int rank) {
+  if (rank < 0) return nullptr;
+  auto it = ranks_.find(rank);
+  if (it != ranks_.end()) return &it->second;
+  if (ranks_.size() >= kMaxRanks) {
+    ranks_truncated_ = true;
+    return nullptr;
+  }
+  return &ranks_[rank];
+}
+
+void Correlator::observe_line(const Attribution& a, std::string_view line, uint32_t input, uint64_t line_no) {
+  ++order_;
+  if (a.time.kind == Timestamp::kFull && ref_year_ == 0) ref_year_ = year_of(a.time);
+  int rank = a.rank;
+  RankState* rs = rank_state(rank);
+  if (!rs) return;
+  ++rs->lines;
+  if (rs->host.empty() && !a.host.empty()) rs->host = std::string(a.host);
+  if (a.time.valid() && a.time.kind != Timestamp::kBoot) rs->last_time = a.time;
+  if (!trim(line).empty()) {
+    rs->last_line.assign(line.substr(0, std::min<size_t>(line.size(), 512)));
+    rs->last_input = input;
+    rs->last_line_no = line_no;
+    rs->last_order = order_;
+  }
+}
+
+void Correlator::add_event(Event ev) {
+  ev.order = order_;
+  size_t def = ev.def;
+  ++count_by_def_[def];
+  // Progress counters are kept per rank, not as events (they can be millions of lines).
+  if (const std::string* step = ev.capture("step")) {
+    if (RankState* rs = rank_state(ev.rank)) {
+      auto v = to_int(*step);
+      if (v) {
+        rs->last_step = *v;
+        rs->last_progress = ev.text.substr(0, 300);
+      }
+    }
+    return;
+  }
+  auto& list = events_by_def_[def];
+  if (list.size() >= kMaxEventsPerPattern) {
+    if (!limits_.truncated || std::find(limits_.dropped.begin(), limits_.dropped.end(), lib_.patterns[def].name) ==
+                                  limits_.dropped.end()) {
+      limits_.truncated = true;
+      limits_.dropped.push_back(lib_.patterns[def].name);
+    }
+    return;
+  }
+  if (ev.text.size() > kMaxEventText) ev.text = truncate_utf8(ev.text, kMaxEventText);
+  list.push_back(std::move(ev));
+}
+
+int64_t Correlator::time_key(const Timestamp& t) const {
+  if (t.kind == Timestamp::kNoYear && ref_year_) return with_year(t, ref_year_).ms;
+  return t.ms;
+}
+
+bool Correlator::earlier(const Event& a, const Event& b) const {
+  bool ta = a.time.kind == Timestamp::kFull || a.time.kind == Timestamp::kNoYear;
+  bool tb = b.time.kind == Timestamp::kFull || b.time.kind == Timestamp::kNoYear;
+  // Year-less times are comparable with full ones only once a year is known.
+  if (ta && tb && (a.time.kind == b.time.kind || ref_year_)) {
+    int64_t ka = time_key(a.time), kb = time_key(b.time);
+    // One-second resolution on most formats: within a second, arrival order decides.
+    if (std::llabs(ka - kb) >= 1000) return ka < kb;
+  }
+  if (a.input == b.input) return a.line < b.line;
+  return a.order < b.order;
+}
+
+Evidence Correlator::to_evidence(const Event& ev, const std::string& pattern, Role role) const {
+  Evidence e;
+  e.pattern = pattern;
+  e.role = role_name(role);
+  e.file = ev.input < inputs_.size() ? inputs_[ev.input].path : "";
+  e.line = ev.line;
+  e.rank = ev.rank;
+  e.host = ev.host;
+  e.time = ev.time.kind == Timestamp::kNoYear && ref_year_ ? with_year(ev.time, ref_year_) : ev.time;
+  e.text = ev.text;
+  e.captures = ev.captures;
+  return e;
+}
+
+void Correlator::resolve_times_and_ranks() {
+  // host:pid -> rank from NCCL communicator init lines (the largest communicator is the world).
+  std::map<std::pair<std::string, int64_t>, std::pair<int, int>> nccl_rank;  // -> (rank, nranks)
+  std::map<std::pair<std::string, std::string>, int> bus_rank;              // (host, bus) -> rank
+  std::set<std::string> hosts;
+  for (const auto& [r, rs] : ranks_)
+    if (!rs.host.empty()) hosts.insert(rs.host);
+  for (auto name : {"nccl_comm_init_rank", "nccl_init_start_rank"}) {
+    auto def = lib_.find_pattern(name);
+    if (!def) continue;
+    for (const Event& ev : events_by_def_[*def]) {
+      int rank = to_int_or(ev.capture("rank"), -1), nranks = to_int_or(ev.capture("nranks"), 0);
+      if (rank < 0 || ev.host.empty()) continue;
+      hosts.insert(ev.host);
+      auto key = std::make_pair(ev.host, ev.pid);
+      auto it = nccl_rank.find(key);
+      if (it == nccl_rank.end() || nranks > it->second.second) nccl_rank[key] = {rank, nranks};
+    }
+  }
+  // Second pass for bus ids: only world-communicator lines map a GPU to a global rank.
+  if (auto def = lib_.find_pattern("nccl_comm_init_rank")) {
+    for (const Event& ev : events_by_def_[*def]) {
+      auto it = nccl_rank.find({ev.host, ev.pid});
+      const std::string* bus = ev.capture("busid");
+      if (it == nccl_rank.end() || !bus) continue;
+      if (to_int_or(ev.capture("rank"), -1) != it->second.first) continue;
+      bus_rank[{ev.host, pci_bus(*bus)}] = it->second.first;
+    }
+  }
+  bool single_host = hosts.size() <= 1;
+  for (auto& list : events_by_def_) {
+    for (Event& ev : list) {
+      if (int r = to_int_or(ev.capture("rank"), -1); r >= 0) ev.rank = r;
+      if (ev.rank < 0 && !ev.host.empty() && ev.pid >= 0) {
+        auto it = nccl_rank.find({ev.host, ev.pid});
+        if (it != nccl_rank.end()) ev.rank = it->second.first;
+      }
+      if (ev.rank < 0) {
+        int lr = to_int_or(ev.capture("local_rank"), ev.local_rank);
+        if (lr >= 0 && single_host) ev.rank = lr;
+      }
+      if (ev.rank < 0) {
+        if (const std::string* pci = ev.capture("pci")) {
+          std::string bus = pci_bus(*pci);
+          // With one host (or the host known from a syslog prefix) the bus id names the GPU.
+          for (const auto& [hb, r] : bus_rank)
+            if (hb.second == bus && (ev.host.empty() ? single_host : hb.first == ev.host)) ev.rank = r;
+        }
+      }
+      if (const std::string* h = ev.capture("host"); h && !h->empty() && ev.host.empty()) ev.host = *h;
+      if (ev.host.empty()) {
+        auto it = ranks_.find(ev.rank);
+        if (it != ranks_.end()) ev.host = it->second.host;
+      }
+    }
+  }
+}
+
+Diagnosis Correlator::finish() {
+  Diagnosis d;
+  d.inputs = inputs_;
+  for (const auto& in : inputs_) {
+    d.total_lines += in.lines;
+    d.total_bytes += in.bytes;
+  }
+  resolve_times_and_ranks();
+  d.limits = limits_;
+  if (ranks_truncated_) {
+    d.limits.truncated = true;
+    d.limits.dropped.push_back(fmt::format("ranks beyond {}", kMaxRanks));
+  }
+
+  // ---- evaluate every entry ----
+  std::vector<Hits> all;
+  all.reserve(lib_.entries.size());
+  const Event* earliest_root = nullptr;
+  for (const Entry& e : lib_.entries) {
+    Hits h;
+    h.entry = &e;
+    h.by_ref.resize(e.refs.size());
+    for (size_t r = 0; r < e.refs.size(); ++r) {
+      for (const Event& ev : events_by_def_[e.refs[r].def]) {
+        bool ok = true;
+        for (const CaptureRule& rule : e.match.captures) {
+          if (rule.ref != r) continue;
+          const std::string* v = ev.capture(rule.capture);
+          if (!v || !RE2::FullMatch(*v, *rule.re)) ok = false;
+        }
+        if (ok) h.by_ref[r].push_back(&ev);
+      }
+    }
+    auto hit = [&](size_t r) { return !h.by_ref[r].empty(); };
+    bool rule = std::all_of(e.match.require.begin(), e.match.require.end(), hit);
+    if (!e.match.any.empty()) rule = rule && std::any_of(e.match.any.begin(), e.match.any.end(), hit);
+    bool signal = false;
+    for (size_t r = 0; r < e.refs.size(); ++r) {
+      if (!hit(r)) continue;
+      Role role = e.refs[r].role;
+      if (role == Role::kRoot || role == Role::kCascade) signal = true;
+      if (role == Role::kRoot) {
+        h.has_root = true;
+        for (const Event* ev : h.by_ref[r])
+          if (!h.first_root || earlier(*ev, *h.first_root)) h.first_root = ev;
+      }
+      for (const Event* ev : h.by_ref[r])
+        if (role != Role::kContext && (!h.first_any || earlier(*ev, *h.first_any))) h.first_any = ev;
+    }
+    h.supported = rule && signal;
+    if (!h.supported) continue;
+    if (h.first_root && (!earliest_root || earlier(*h.first_root, *earliest_root))) earliest_root = h.first_root;
+    all.push_back(std::move(h));
+  }
+
+  for (Hits& h : all) {
+    const Entry& e = *h.entry;
+    double c = h.has_root ? 0.55 : 0.25;
+    int extra = 0;
+    bool cascade = false;
+    for (size_t r = 0; r < e.refs.size(); ++r) {
+      if (h.by_ref[r].empty()) continue;
+      Role role = e.refs[r].role;
+      if (role == Role::kCascade) cascade = true;
+      if (role == Role::kRoot || role == Role::kContext) ++extra;
+    }
+    c += std::min(0.24, 0.08 * std::max(0, extra - 1));
+    if (cascade && h.has_root) c += 0.05;
+    for (size_t r : e.match.boost)
+      if (!h.by_ref[r].empty()) c += 0.1;
+    for (size_t r : e.match.penalize)
+      if (!h.by_ref[r].empty()) c -= 0.2;
+    if (!e.match.require_is_default && e.match.require.size() > 1) c += 0.05 * static_cast<double>(e.match.require.size() - 1);
+    if (h.has_root && h.first_root == earliest_root) c += 0.1;
+    c = std::clamp(c, 0.05, h.has_root ? 0.98 : 0.45);
+    h.confidence = c;
+  }
+  // Specific beats generic: a supported entry that specializes another ranks above it.
+  for (const Hits& s : all) {
+    for (const auto& gid : s.entry->specializes) {
+      for (Hits& g : all) {
+        if (g.entry->id != gid) continue;
+        if (g.has_root && !s.has_root) continue;  // a cascade-only refinement never outranks a root event
+        g.confidence = std::min(g.confidence, std::max(0.05, s.confidence - 0.05));
+        if (s.has_root == g.has_root && s.confidence <= g.confidence) g.confidence = std::max(0.05, s.confidence - 0.05);
+      }
+    }
+  }
+  std::sort(all.begin(), all.end(), [&](const Hits& a, const Hits& b) {
+    if (a.has_root != b.has_root) return a.has_root;
+    if (std::fabs(a.confidence - b.confidence) > 1e-9) return a.confidence > b.confidence;
+    const Event* fa = a.first_root ? a.first_root : a.first_any;
+    const Event* fb = b.first_root ? b.first_root : b.first_any;
+    if (fa && fb && fa != fb) return earlier(*fa, *fb);
+    return a.entry->id < b.entry->id;
+  });
+
+  // ---- NCCL collective analysis (used for the rank ladder and the collateral summary) ----
+  struct Timeouts {
+    int64_t seq = -1;
+    std::string op;
+    std::set<int> reporters;
+    std::set<int> behind;  // last enqueued below the stuck seq
+    std::map<int, int64_t> enqueued;
+  } nccl;
+  {
+    std::map<int64_t, std::set<int>> by_seq;
+    std::map<int64_t, std::string> op_of;
+    std::set<int> noseq_reporters;
+    std::string noseq_op;
+    for (size_t def = 0; def < events_by_def_.size(); ++def) {
+      if (!is_nccl_timeout_def(lib_, def)) continue;
+      for (const Event& ev : events_by_def_[def]) {
+        if (ev.rank < 0) continue;
+        int64_t seq = ev.capture("seq") ? to_int(*ev.capture("seq")).value_or(-1) : -1;
+        const std::string* op = ev.capture("op");
+        if (seq < 0) {
+          noseq_reporters.insert(ev.rank);
+          if (op) noseq_op = *op;
+          continue;
+        }
+        by_seq[seq].insert(ev.rank);
+        if (op) op_of[seq] = *op;
+      }
+    }
+    size_t best = 0;
+    for (const auto& [seq, rs] : by_seq)
+      if (rs.size() > best) {  // ties keep the lowest seq: the first collective that hung
+        best = rs.size();
+        nccl.seq = seq;
+        nccl.reporters = rs;
+        nccl.op = op_of[seq];
+      }
+    if (nccl.seq < 0 && !noseq_reporters.empty()) {
+      nccl.reporters = noseq_reporters;
+      nccl.op = noseq_op;
+    }
+    for (auto name : {"nccl_work_status", "nccl_dump_signal"}) {
+      auto def = lib_.find_pattern(name);
+      if (!def) continue;
+      for (const Event& ev : events_by_def_[*def]) {
+        if (ev.rank < 0) continue;
+        int64_t enq = ev.capture("enqueued") ? to_int(*ev.capture("enqueued")).value_or(-1) : -1;
+        if (enq < 0) continue;
+        auto it = nccl.enqueued.find(ev.rank);
+        if (it == nccl.enqueued.end() || enq < it->second) nccl.enqueued[ev.rank] = enq;
+      }
+    }
+    if (nccl.seq >= 0)
+      for (const auto& [r, enq] : nccl.enqueued)
+        if (enq < nccl.seq) nccl.behind.insert(r);
+  }
+  int world = 0;
+  for (const auto& [r, rs] : ranks_) world = std::max(world, r + 1);
+  for (auto name : {"nccl_comm_init_rank", "nccl_init_start_rank"})
+    if (auto def = lib_.find_pattern(name))
+      for (const Event& ev : events_by_def_[*def]) world = std::max(world, to_int_or(ev.capture("nranks"), 0));
+  for (int r : nccl.reporters) world = std::max(world, r + 1);
+  std::vector<int> missing;
+  if (nccl.reporters.size() >= 2 && world > 0) {
+    for (int r = 0; r < world; ++r)
+      if (!nccl.reporters.count(r)) missing.push_back(r);
+    if (missing.size() > std::max<size_t>(1, static_cast<size_t>(world) / 8)) missing.clear();
+  }
+
+  // Launcher verdicts: torchrun's Root Cause block (rank line within a few lines of the header),
+  // mpirun's first failed process.
+  std::optional<int> launcher_rank;
+  std::string launcher_name;
+  if (auto hdr = lib_.find_pattern("elastic_root_cause_header"), rk = lib_.find_pattern("elastic_root_cause_rank");
+      hdr && rk) {
+    for (const Event& h : events_by_def_[*hdr])
+      for (const Event& r : events_by_def_[*rk])
+        if (r.input == h.input && r.line > h.line && r.line <= h.line + 8 && !launcher_rank) {
+          launcher_rank = to_int_or(r.capture("rank"), -1);
+          launcher_name = "torchrun's \"Root Cause (first observed failure)\"";
+        }
+  }
+  if (!launcher_rank)
+    if (auto def = lib_.find_pattern("mpirun_first_failed"))
+      for (const Event& ev : events_by_def_[*def])
+        if (int r = to_int_or(ev.capture("rank"), -1); r >= 0 && !launcher_rank) {
+          launcher_rank = r;
+          launcher_name = "mpirun's first failed process";
+        }
+  if (launcher_rank && *launcher_rank < 0) launcher_rank.reset();
+
+  // ---- verdict ----
+  if (all.empty()) {
+    d.verdict = "clean";
+    const Event* first_err = nullptr;
+    for (auto name : {"error_exception_line", "error_fatal_line"})
+      if (auto def = lib_.find_pattern(name))
+        for (const Event& ev : events_by_def_[*def])
+          if (!first_err || earlier(ev, *first_err)) first_err = &ev;
+    if (first_err) {
+      d.verdict = "unrecognized";
+      d.first_error = to_evidence(*first_err, lib_.patterns[first_err->def].name, Role::kContext);
+    }
+  } else {
+    d.verdict = "diagnosed";
+    Hits& top = all.front();
+    d.entry = top.entry;
+    d.confidence = top.confidence;
+    for (size_t i = 1; i < all.size() && d.alternatives.size() < 3; ++i)
+      d.alternatives.push_back({all[i].entry->id, all[i].confidence, all[i].has_root});
+
+    // Evidence: root hits first (earliest first), then cascade, context, teardown; capped.
+    std::vector<std::pair<const Event*, size_t>> ev_refs;
+    for (size_t r = 0; r < top.entry->refs.size(); ++r)
+      for (const Event* ev : top.by_ref[r]) ev_refs.push_back({ev, r});
+    auto role_rank = [](Role r) { return r == Role::kRoot ? 0 : r == Role::kCascade ? 1 : r == Role::kContext ? 2 : 3; };
+    std::stable_sort(ev_refs.begin(), ev_refs.end(), [&](const auto& a, const auto& b) {
+      int ra = role_rank(top.entry->refs[a.second].role), rb = role_rank(top.entry->refs[b.second].role);
+      if (ra != rb) return ra < rb;
+      return earlier(*a.first, *b.first);
+    });
+    for (const auto& [ev, r] : ev_refs) {
+      if (d.evidence.size() >= 12) break;
+      d.evidence.push_back(to_evidence(*ev, top.entry->refs[r].name, top.entry->refs[r].role));
+    }
+
+    // ---- the initiating-rank ladder (docs/initiating-rank.md) ----
+    RankDecision& dec = d.initiating;
+    std::vector<const Event*> roots;
+    std::string root_pattern;
+    for (size_t r = 0; r < top.entry->refs.size(); ++r)
+      if (top.entry->refs[r].role == Role::kRoot)
+        for (const Event* ev : top.by_ref[r]) roots.push_back(ev);
+    std::sort(roots.begin(), roots.end(), [&](const Event* a, const Event* b) { return earlier(*a, *b); });
+    auto name_of_ref = [&](const Event* ev) {
+      for (size_t r = 0; r < top.entry->refs.size(); ++r)
+        if (top.entry->refs[r].def == ev->def) return top.entry->refs[r].name;
+      return lib_.patterns[ev->def].name;
+    };
+    auto role_of_ref = [&](const Event* ev) {
+      for (size_t r = 0; r < top.entry->refs.size(); ++r)
+        if (top.entry->refs[r].def == ev->def) return top.entry->refs[r].role;
+      return Role::kContext;
+    };
+    std::vector<const Event*> ranked_roots;
+    for (const Event* ev : roots)
+      if (ev->rank >= 0) ranked_roots.push_back(ev);
+    // Events of other failure modes that happened first would contradict a launcher verdict.
+    const Event* first_cascade = nullptr;
+    for (size_t def = 0; def < events_by_def_.size(); ++def)
+      if (is_nccl_timeout_def(lib_, def))
+        for (const Event& ev : events_by_def_[def])
+          if (!first_cascade || earlier(ev, *first_cascade)) first_cascade = &ev;
+
+    if (!ranked_roots.empty()) {
+      const Event* first = ranked_roots.front();
+      std::vector<int> order;
+      for (const Event* ev : ranked_roots)
+        if (std::find(order.begin(), order.end(), ev->rank) == order.end()) order.push_back(ev->rank);
+      dec.first_evidence = to_evidence(*first, name_of_ref(first), role_of_ref(first));
+      dec.method = "root-event";
+      if (order.size() == 1) {
+        dec.rank = first->rank;
+        dec.confidence = 0.9;
+        dec.reason = fmt::format("rank {} is the only rank with a root event ({})", first->rank, name_of_ref(first));
+        if (first_cascade && first_cascade->rank != first->rank && earlier(*first, *first_cascade))
+          dec.reason += ", and it comes before the first collective timeout on another rank";
+      } else {
+        // Several ranks hit it: decide by time, and say when it is job-wide.
+        const Event* second = nullptr;
+        for (const Event* ev : ranked_roots)
+          if (ev->rank != first->rank) {
+            second = ev;
+            break;
+          }
+        bool separated = second && first->time.valid() && second->time.valid() &&
+                         first->time.kind != Timestamp::kBoot &&
+                         std::llabs(time_key(second->time) - time_key(first->time)) >= 1000;
+        std::set<int> distinct(order.begin(), order.end());
+        if (!separated && world > 1 && static_cast<int>(distinct.size()) >= world) {
+          dec.rank.reset();
+          dec.method = "job-wide";
+          dec.confidence = 0.6;
+          dec.candidates = order;
+          dec.reason = fmt::format("every rank ({}) hit it at about the same time: a job-wide cause, not one rank",
+                                   format_ranges(std::vector<int>(distinct.begin(), distinct.end())));
+        } else {
+          dec.rank = first->rank;
+          dec.confidence = separated ? 0.75 : 0.45;
+          dec.candidates = order;
+          dec.reason = separated ? fmt::format("rank {} hit it first ({} ranks hit it; the next was rank {})", first->rank,
+                                               order.size(), second->rank)
+                                 : fmt::format("{} ranks hit it at about the same time; rank {} printed it first",
+                                               order.size(), first->rank);
+        }
+      }
+      if (launcher_rank && dec.rank && *launcher_rank != *dec.rank)
+        dec.reason += fmt::format("; {} names rank {}, but rank {}'s own root event is earlier evidence", launcher_name,
+                                  *launcher_rank, *dec.rank);
+    } else {
+      std::vector<int> suspects(nccl.behind.begin(), nccl.behind.end());
+      for (int r : missing)
+        if (std::find(suspects.begin(), suspects.end(), r) == suspects.end()) suspects.push_back(r);
+      if (!roots.empty()) dec.first_evidence = to_evidence(*roots.front(), name_of_ref(roots.front()), Role::kRoot);
+      if (!suspects.empty()) {
+        dec.rank = suspects.front();
+        dec.candidates = suspects;
+        dec.confidence = suspects.size() == 1 ? 0.8 : 0.5;
+        std::string opdesc = nccl.op.empty() ? "a collective" : nccl.op;
+        std::string seqdesc = nccl.seq >= 0 ? fmt::format(" SeqNum {}", nccl.seq) : "";
+        // The deciding line: the suspect's own status line, or its last line when it said nothing.
+        int suspect = suspects.front();
+        for (auto name : {"nccl_work_status", "nccl_dump_signal"})
+          if (auto def = lib_.find_pattern(name); def && !dec.first_evidence)
+            for (const Event& ev : events_by_def_[*def])
+              if (ev.rank == suspect && ev.capture("enqueued") && to_int(*ev.capture("enqueued")).value_or(-1) < nccl.seq) {
+                dec.first_evidence = to_evidence(ev, name, Role::kCascade);
+                break;
+              }
+        if (!dec.first_evidence) {
+          if (auto it = ranks_.find(suspect); it != ranks_.end() && !it->second.last_line.empty()) {
+            Evidence e;
+            e.pattern = "last line of the rank";
+            e.role = "context";
+            e.file = it->second.last_input < inputs_.size() ? inputs_[it->second.last_input].path : "";
+            e.line = it->second.last_line_no;
+            e.rank = suspect;
+            e.host = it->second.host;
+            e.time = it->second.last_time.kind == Timestamp::kNoYear && ref_year_ ? with_year(it->second.last_time, ref_year_)
+                                                                                  : it->second.last_time;
+            e.text = it->second.last_line;
+            dec.first_evidence = e;
+          }
+        }
+        if (nccl.behind.count(suspects.front())) {
+          dec.method = "nccl-sequence";
+          dec.reason = fmt::format("{} rank(s) timed out in {}{}; rank {}'s last enqueued work is {}, so it never reached it",
+                                   nccl.reporters.size(), opdesc, seqdesc, suspects.front(),
+                                   nccl.enqueued[suspects.front()]);
+        } else {
+          dec.method = "missing-from-timeout";
+          dec.reason = fmt::format("ranks {} timed out in {}{}; rank {} reported no timeout, so it never reached the collective",
+                                   format_ranges(std::vector<int>(nccl.reporters.begin(), nccl.reporters.end())), opdesc,
+                                   seqdesc, suspects.front());
+        }
+        // The suspect's own last sign of life, when the entry recognises it (e.g. "Training completed").
+        for (size_t r = 0; r < top.entry->refs.size(); ++r) {
+          if (top.entry->refs[r].role != Role::kContext) continue;
+          for (const Event* ev : top.by_ref[r])
+            if (ev->rank == suspects.front()) {
+              dec.reason += fmt::format("; rank {} logged {} at {}:{}", ev->rank, top.entry->refs[r].name,
+                                        ev->input < inputs_.size() ? inputs_[ev->input].path : "", ev->line);
+              if (!dec.first_evidence || dec.first_evidence->pattern == "last line of the rank") dec.first_evidence = to_evidence(*ev, top.entry->refs[r].name, Role::kContext);
+              break;
+            }
+        }
+        if (launcher_rank && *launcher_rank != suspects.front())
+          dec.reason += fmt::format("; {} names rank {} (a weak verdict: it picks the earliest whole second)",
+                                    launcher_name, *launcher_rank);
+      } else if (launcher_rank) {
+        dec.rank = launcher_rank;
+        dec.method = "launcher-verdict";
+        dec.confidence = 0.5;
+        dec.reason = fmt::format("{} names rank {} (no root event carries a rank)", launcher_name, *launcher_rank);
+      } else if (!roots.empty()) {
+        dec.method = "none";
+        dec.reason = "the root event carries no rank and the log does not map it to one";
+        dec.confidence = 0;
+      } else {
+        // Silence: the rank that fell behind in progress, or went quiet first.
+        int64_t max_step = -1;
+        for (const auto& [r, rs] : ranks_) max_step = std::max(max_step, rs.last_step);
+        std::vector<std::pair<int64_t, int>> behind;
+        for (const auto& [r, rs] : ranks_)
+          if (rs.last_step >= 0 && rs.last_step < max_step) behind.push_back({rs.last_step, r});
+        std::sort(behind.begin(), behind.end());
+        if (!behind.empty() && ranks_.size() >= 2) {
+          dec.rank = behind.front().second;
+          dec.method = "silence";
+          dec.confidence = behind.size() == 1 ? 0.55 : 0.35;
+          for (auto& b : behind) dec.candidates.push_back(b.second);
+          dec.reason = fmt::format("rank {} stopped at step {} while others reached step {}", behind.front().second,
+                                   behind.front().first, max_step);
+        } else {
+          dec.method = "none";
+          dec.reason = "no event in the log singles out one rank";
+        }
+      }
+    }
+    if (dec.rank) {
+      auto it = ranks_.find(*dec.rank);
+      if (dec.first_evidence && !dec.first_evidence->host.empty()) dec.host = dec.first_evidence->host;
+      else if (it != ranks_.end()) dec.host = it->second.host;
+    }
+
+    // ---- collateral ----
+    std::set<int> coll;
+    for (int r : nccl.reporters) coll.insert(r);
+    for (size_t r = 0; r < top.entry->refs.size(); ++r) {
+      Role role = top.entry->refs[r].role;
+      if (role != Role::kCascade && role != Role::kTeardown) continue;
+      for (const Event* ev : top.by_ref[r])
+        if (ev->rank >= 0) coll.insert(ev->rank);
+    }
+    if (dec.rank) coll.erase(*dec.rank);
+    d.collateral.ranks.assign(coll.begin(), coll.end());
+    d.collateral.op = nccl.op;
+    d.collateral.seq = nccl.seq;
+    if (!nccl.reporters.empty()) {
+      std::vector<int> rep;
+      for (int r : nccl.reporters)
+        if (!dec.rank || r != *dec.rank) rep.push_back(r);
+      d.collateral.summary = fmt::format("{} {} timed out in {}{}", rep.size() == 1 ? "rank" : "ranks",
+                                         format_ranges(rep), nccl.op.empty() ? "a collective" : nccl.op,
+                                         nccl.seq >= 0 ? fmt::format(" SeqNum {}", nccl.seq) : "");
+      if (dec.rank) {
+        if (nccl.reporters.count(*dec.rank)) d.collateral.summary += fmt::format(" (rank {} timed out too)", *dec.rank);
+        else d.collateral.summary += fmt::format(" waiting for rank {}", *dec.rank);
+      }
+    } else if (!d.collateral.ranks.empty()) {
+      d.collateral.summary = fmt::format("{} {} only observed the failure (cascade or launcher teardown)",
+                                         d.collateral.ranks.size() == 1 ? "rank" : "ranks",
+                                         format_ranges(d.collateral.ranks));
+    } else {
+      d.collateral.summary = "no other rank reported an error";
+    }
+  }
+
+  // ---- per-rank summaries ----
+  std::map<int, const Event*> first_event;
+  std::map<int, Role> first_role;
+  for (const Entry& e : lib_.entries) {
+    for (const PatternRef& ref : e.refs) {
+      if (ref.role == Role::kContext) continue;
+      for (const Event& ev : events_by_def_[ref.def]) {
+        if (ev.rank < 0) continue;
+        auto it = first_event.find(ev.rank);
+        if (it == first_event.end() || earlier(ev, *it->second)) {
+          first_event[ev.rank] = &ev;
+          first_role[ev.rank] = ref.role;
+        }
+      }
+    }
+  }
+  for (const auto& [r, rs] : ranks_) {
+    RankSummary s;
+    s.rank = r;
+    s.host = rs.host;
+    s.lines = rs.lines;
+    s.last_line = rs.last_line;
+    s.last_file = rs.last_input < inputs_.size() ? inputs_[rs.last_input].path : "";
+    s.last_line_no = rs.last_line_no;
+    s.last_time = rs.last_time.kind == Timestamp::kNoYear && ref_year_ ? with_year(rs.last_time, ref_year_) : rs.last_time;
+    s.last_step = rs.last_step;
+    s.last_progress = rs.last_progress;
+    if (auto it = first_event.find(r); it != first_event.end()) {
+      s.first_event = to_evidence(*it->second, lib_.patterns[it->second->def].name, first_role[r]);
+    }
+    if (d.initiating.rank && *d.initiating.rank == r) s.role = "initiating";
+    else if (std::binary_search(d.collateral.ranks.begin(), d.collateral.ranks.end(), r)) s.role = "collateral";
+    else s.role = "quiet";
+    d.ranks.push_back(std::move(s));
+  }
+  return d;
+}
+
+}  // namespace firstfault

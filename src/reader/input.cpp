@@ -1,0 +1,87 @@
+#include "firstfault/reader/input.h"
+
+#include <sys/stat.h>
+
+#include <algorithm>
+#include <filesystem>
+#include <set>
+#include <system_error>
+#include <utility>
+
+namespace firstfault {
+namespace fs = std::filesystem;
+
+namespace {
+
+void walk_directory(const fs::path& dir, std::vector<InputSource>& out, std::vector<InputProblem>& problems,
+                    std::set<std::pair<dev_t, ino_t>>& visited, int depth) {
+  struct stat st {};
+  if (::stat(dir.c_str(), &st) != 0) {
+    problems.push_back({dir.string(), "cannot stat directory"});
+    return;
+  }
+  // A directory reached twice (symlink loop or two links to one tree) is read once.
+  if (!visited.insert({st.st_dev, st.st_ino}).second) return;
+  if (depth > 64) {
+    problems.push_back({dir.string(), "directory nesting deeper than 64 levels; not descending"});
+    return;
+  }
+  std::error_code ec;
+  fs::directory_iterator it(dir, fs::directory_options::skip_permission_denied, ec);
+  if (ec) {
+    problems.push_back({dir.string(), "cannot read directory: " + ec.message()});
+    return;
+  }
+  std::vector<fs::path> children;
+  for (; it != fs::directory_iterator(); it.increment(ec)) {
+    if (ec) break;
+    children.push_back(it->path());
+  }
+  std::sort(children.begin(), children.end());
+  for (const auto& child : children) {
+    std::error_code sec;
+    auto status = fs::status(child, sec);
+    if (sec) {
+      problems.push_back({child.string(), "broken symlink or unreadable entry"});
+      continue;
+    }
+    if (fs::is_directory(status)) {
+      walk_directory(child, out, problems, visited, depth + 1);
+    } else if (fs::is_regular_file(status) || fs::is_fifo(status)) {
+      std::string name = child.filename().string();
+      if (!name.empty() && name[0] == '.') continue;  // hidden files (editor swap files, .DS_Store)
+      out.push_back({child.string(), false});
+    }
+  }
+}
+
+}  // namespace
+
+std::vector<InputSource> expand_inputs(const std::vector<std::string>& paths, std::vector<InputProblem>& problems) {
+  std::vector<InputSource> out;
+  if (paths.empty()) {
+    out.push_back({"-", true});
+    return out;
+  }
+  std::set<std::pair<dev_t, ino_t>> visited;
+  for (const auto& p : paths) {
+    if (p == "-") {
+      out.push_back({"-", true});
+      continue;
+    }
+    std::error_code ec;
+    auto status = fs::status(p, ec);
+    if (ec || !fs::exists(status)) {
+      problems.push_back({p, "no such file or directory"});
+      continue;
+    }
+    if (fs::is_directory(status)) {
+      walk_directory(p, out, problems, visited, 0);
+    } else {
+      out.push_back({p, false});
+    }
+  }
+  return out;
+}
+
+}  // namespace firstfault

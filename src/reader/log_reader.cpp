@@ -1,0 +1,263 @@
+#include "firstfault/reader/log_reader.h"
+
+#include <archive.h>
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace firstfault {
+namespace {
+
+constexpr size_t kReadChunk = 4 << 20;
+
+// A byte stream: plain fd reads, or libarchive's raw decompressor on top of one.
+class ByteSource {
+ public:
+  virtual ~ByteSource() = default;
+  // Returns bytes read (0 at end), or -1 with error() set.
+  virtual ssize_t read(char* buf, size_t n) = 0;
+  const std::string& error() const { return error_; }
+
+ protected:
+  std::string error_;
+};
+
+class FdSource : public ByteSource {
+ public:
+  FdSource(int fd, std::string prefix) : fd_(fd), prefix_(std::move(prefix)) {}
+  ssize_t read(char* buf, size_t n) override {
+    if (pos_ < prefix_.size()) {
+      size_t k = std::min(n, prefix_.size() - pos_);
+      std::memcpy(buf, prefix_.data() + pos_, k);
+      pos_ += k;
+      return static_cast<ssize_t>(k);
+    }
+    for (;;) {
+      ssize_t r = ::read(fd_, buf, n);
+      if (r >= 0) return r;
+      if (errno == EINTR) continue;
+      error_ = std::strerror(errno);
+      return -1;
+    }
+  }
+
+ private:
+  int fd_;
+  std::string prefix_;
+  size_t pos_ = 0;
+};
+
+// libarchive reads compressed data through this callback, so stdin and files share one path
+// and the already-sniffed magic bytes are not lost.
+struct ArchiveFeed {
+  FdSource* raw;
+  std::vector<char> buf = std::vector<char>(1 << 20);
+  uint64_t* compressed_bytes;
+};
+
+la_ssize_t archive_read_cb(struct archive* a, void* client, const void** out) {
+  auto* feed = static_cast<ArchiveFeed*>(client);
+  ssize_t r = feed->raw->read(feed->buf.data(), feed->buf.size());
+  if (r < 0) {
+    archive_set_error(a, EIO, "%s", feed->raw->error().c_str());
+    return -1;
+  }
+  *feed->compressed_bytes += static_cast<uint64_t>(r);
+  *out = feed->buf.data();
+  return r;
+}
+
+class ArchiveSource : public ByteSource {
+ public:
+  ArchiveSource(FdSource* raw, uint64_t* compressed_bytes) : feed_{raw, std::vector<char>(1 << 20), compressed_bytes} {
+    a_ = archive_read_new();
+    archive_read_support_filter_all(a_);
+    archive_read_support_format_raw(a_);
+    archive_read_support_format_empty(a_);
+  }
+  ~ArchiveSource() override { archive_read_free(a_); }
+  bool open() {
+    if (archive_read_open(a_, &feed_, nullptr, archive_read_cb, nullptr) != ARCHIVE_OK) {
+      error_ = archive_error_string(a_) ? archive_error_string(a_) : "cannot open compressed stream";
+      return false;
+    }
+    struct archive_entry* entry = nullptr;
+    int r = archive_read_next_header(a_, &entry);
+    if (r == ARCHIVE_EOF) {
+      empty_ = true;
+      return true;
+    }
+    if (r != ARCHIVE_OK && r != ARCHIVE_WARN) {
+      error_ = archive_error_string(a_) ? archive_error_string(a_) : "corrupt compressed stream";
+      return false;
+    }
+    return true;
+  }
+  ssize_t read(char* buf, size_t n) override {
+    if (empty_) return 0;
+    la_ssize_t r = archive_read_data(a_, buf, n);
+    if (r < 0) {
+      const char* e = archive_error_string(a_);
+      error_ = e ? e : "corrupt compressed stream";
+      return -1;
+    }
+    return r;
+  }
+
+ private:
+  struct archive* a_ = nullptr;
+  ArchiveFeed feed_;
+  bool empty_ = false;
+};
+
+std::string sniff_compression(const std::string& head) {
+  auto u = [&](size_t i) { return i < head.size() ? static_cast<unsigned char>(head[i]) : 0u; };
+  if (u(0) == 0x1f && u(1) == 0x8b) return "gzip";
+  if (u(0) == 0x28 && u(1) == 0xb5 && u(2) == 0x2f && u(3) == 0xfd) return "zstd";
+  if (u(0) == 0xfd && u(1) == '7' && u(2) == 'z' && u(3) == 'X' && u(4) == 'Z' && u(5) == 0) return "xz";
+  if (u(0) == 'B' && u(1) == 'Z' && u(2) == 'h') return "bzip2";
+  return "";
+}
+
+// Splits the byte stream into blocks of complete lines, with a carry for the partial tail.
+class Splitter {
+ public:
+  explicit Splitter(BlockSink& sink) : sink_(sink) { buf_.resize(kReadChunk + kMaxLineBytes + 1); }
+
+  Status pump(ByteSource& src, ReadStats& stats) {
+    for (;;) {
+      ssize_t r = src.read(buf_.data() + used_, buf_.size() - used_);
+      if (r < 0) {
+        flush_tail();
+        return Error{src.error()};
+      }
+      if (r == 0) break;
+      stats.bytes += static_cast<uint64_t>(r);
+      used_ += static_cast<size_t>(r);
+      deliver();
+    }
+    flush_tail();
+    return Status::Ok();
+  }
+
+ private:
+  void deliver() {
+    size_t start = 0;
+    if (skipping_) {
+      // Inside an over-long line: count bytes until its newline.
+      const char* nl = static_cast<const char*>(std::memchr(buf_.data(), '\n', used_));
+      if (!nl) {
+        long_len_ += used_;
+        used_ = 0;
+        return;
+      }
+      size_t n = static_cast<size_t>(nl - buf_.data());
+      long_len_ += n;
+      sink_.on_long_line(std::string_view(long_head_), long_len_);
+      skipping_ = false;
+      long_head_.clear();
+      start = n + 1;
+    }
+    // Last newline in the buffer: everything before it is complete lines.
+    size_t last_nl = std::string::npos;
+    for (size_t i = used_; i > start; --i) {
+      if (buf_[i - 1] == '\n') {
+        last_nl = i - 1;
+        break;
+      }
+    }
+    if (last_nl != std::string::npos) {
+      sink_.on_block(std::string_view(buf_.data() + start, last_nl + 1 - start));
+      start = last_nl + 1;
+    }
+    size_t tail = used_ - start;
+    if (tail > kMaxLineBytes) {
+      // A line longer than the cap: keep its head, count the rest.
+      long_head_.assign(buf_.data() + start, kMaxLineBytes);
+      long_len_ = tail;
+      skipping_ = true;
+      used_ = 0;
+      return;
+    }
+    std::memmove(buf_.data(), buf_.data() + start, tail);
+    used_ = tail;
+  }
+
+  void flush_tail() {
+    if (skipping_) {
+      long_len_ += used_;
+      sink_.on_long_line(std::string_view(long_head_), long_len_);
+      skipping_ = false;
+      used_ = 0;
+      return;
+    }
+    if (used_ > 0) sink_.on_block(std::string_view(buf_.data(), used_));
+    used_ = 0;
+  }
+
+  BlockSink& sink_;
+  std::vector<char> buf_;
+  size_t used_ = 0;
+  bool skipping_ = false;
+  std::string long_head_;
+  uint64_t long_len_ = 0;
+};
+
+struct FdCloser {
+  int fd;
+  ~FdCloser() {
+    if (fd > 2) ::close(fd);
+  }
+};
+
+}  // namespace
+
+Status read_input(const InputSource& input, BlockSink& sink, ReadStats& stats) {
+  int fd = 0;
+  if (!input.is_stdin) {
+    fd = ::open(input.path.c_str(), O_RDONLY | O_CLOEXEC);
+    if (fd < 0) return Error{std::strerror(errno)};
+    struct stat st {};
+    if (::fstat(fd, &st) == 0 && S_ISDIR(st.st_mode)) {
+      ::close(fd);
+      return Error{"is a directory"};
+    }
+  }
+  FdCloser closer{fd};
+
+  // Sniff the magic bytes (up to 6) without losing them.
+  std::string head(6, '\0');
+  size_t got = 0;
+  while (got < head.size()) {
+    ssize_t r = ::read(fd, head.data() + got, head.size() - got);
+    if (r < 0) {
+      if (errno == EINTR) continue;
+      return Error{std::strerror(errno)};
+    }
+    if (r == 0) break;
+    got += static_cast<size_t>(r);
+  }
+  head.resize(got);
+  stats.compression = sniff_compression(head);
+
+  FdSource raw(fd, head);
+  Splitter splitter(sink);
+  if (stats.compression.empty()) {
+    Status s = splitter.pump(raw, stats);
+    stats.compressed_bytes = stats.bytes;
+    return s;
+  }
+  ArchiveSource archive(&raw, &stats.compressed_bytes);
+  if (!archive.open()) return Error{stats.compression + ": " + archive.error()};
+  Status s = splitter.pump(archive, stats);
+  if (!s.ok()) return Error{stats.compression + " stream: " + s.message() + " (kept what was read before it)"};
+  return s;
+}
+
+}  // namespace firstfault

@@ -1,0 +1,122 @@
+#include <cmath>
+
+#include "firstfault/render/render.h"
+#include "firstfault/util/strings.h"
+
+namespace firstfault {
+
+using nlohmann::json;
+
+namespace {
+json time_json(const Timestamp& t) {
+  if (!t.valid()) return nullptr;
+  return format_timestamp(t);
+}
+double round3(double v) { return std::round(v * 1000.0) / 1000.0; }
+}  // namespace
+
+json evidence_to_json(const Evidence& e) {
+  json caps = json::object();
+  for (const auto& [k, v] : e.captures) caps[k] = sanitize_utf8(v);
+  return json{{"pattern", e.pattern},
+              {"role", e.role},
+              {"file", sanitize_utf8(e.file)},
+              {"line", e.line},
+              {"rank", e.rank >= 0 ? json(e.rank) : json(nullptr)},
+              {"host", e.host.empty() ? json(nullptr) : json(sanitize_utf8(e.host))},
+              {"time", time_json(e.time)},
+              {"text", sanitize_utf8(e.text)},
+              {"captures", caps}};
+}
+
+json entry_to_json(const Entry& e, const Library& lib) {
+  json patterns = json::array();
+  for (const auto& ref : e.refs)
+    patterns.push_back({{"name", ref.name}, {"role", role_name(ref.role)}, {"regex", lib.patterns[ref.def].regex}});
+  json examples = json::array();
+  for (const auto& x : e.examples)
+    examples.push_back({{"log", x.log}, {"initiating_rank", x.initiating_rank ? json(*x.initiating_rank) : json(nullptr)}});
+  return json{{"id", e.id},           {"title", e.title},         {"category", e.category},
+              {"severity", e.severity}, {"systems", e.systems},   {"patterns", patterns},
+              {"root_cause", e.root_cause}, {"confirm", e.confirm}, {"fix", e.fix},
+              {"prevention", e.prevention}, {"references", e.references}, {"related", e.related},
+              {"specializes", e.specializes}, {"examples", examples}};
+}
+
+json diagnosis_to_json(const Diagnosis& d, const Library& lib) {
+  json j;
+  j["schema"] = kDiagnosisSchema;
+  j["verdict"] = d.verdict;
+  if (d.entry) {
+    const Entry& e = *d.entry;
+    json ev = json::array();
+    for (const auto& x : d.evidence) ev.push_back(evidence_to_json(x));
+    j["diagnosis"] = {
+        {"id", e.id},
+        {"title", e.title},
+        {"category", e.category},
+        {"severity", e.severity},
+        {"confidence", round3(d.confidence)},
+        {"initiating_rank", d.initiating.rank ? json(*d.initiating.rank) : json(nullptr)},
+        {"initiating_host", d.initiating.host.empty() ? json(nullptr) : json(sanitize_utf8(d.initiating.host))},
+        {"rank_method", d.initiating.method},
+        {"rank_confidence", round3(d.initiating.confidence)},
+        {"rank_candidates", d.initiating.candidates},
+        {"reason", sanitize_utf8(d.initiating.reason)},
+        {"first_evidence", d.initiating.first_evidence ? evidence_to_json(*d.initiating.first_evidence)
+                                                       : (d.evidence.empty() ? json(nullptr) : evidence_to_json(d.evidence.front()))},
+        {"evidence", ev},
+        {"root_cause", e.root_cause},
+        {"confirm", e.confirm},
+        {"fix", e.fix},
+        {"prevention", e.prevention},
+        {"references", e.references},
+        {"related", e.related},
+    };
+  } else {
+    j["diagnosis"] = nullptr;
+  }
+  json alts = json::array();
+  for (const auto& a : d.alternatives) {
+    const Entry* e = lib.find_entry(a.id);
+    alts.push_back({{"id", a.id}, {"title", e ? e->title : ""}, {"confidence", round3(a.confidence)}});
+  }
+  j["alternatives"] = alts;
+  j["collateral"] = {{"ranks", d.collateral.ranks},
+                     {"summary", sanitize_utf8(d.collateral.summary)},
+                     {"op", d.collateral.op.empty() ? json(nullptr) : json(d.collateral.op)},
+                     {"seq", d.collateral.seq >= 0 ? json(d.collateral.seq) : json(nullptr)}};
+  json ranks = json::array();
+  for (const auto& r : d.ranks) {
+    ranks.push_back({{"rank", r.rank},
+                     {"host", r.host.empty() ? json(nullptr) : json(sanitize_utf8(r.host))},
+                     {"role", r.role},
+                     {"first_event", r.first_event ? evidence_to_json(*r.first_event) : json(nullptr)},
+                     {"last_line", sanitize_utf8(r.last_line)},
+                     {"last_file", sanitize_utf8(r.last_file)},
+                     {"last_line_no", r.last_line_no},
+                     {"last_time", time_json(r.last_time)},
+                     {"last_step", r.last_step >= 0 ? json(r.last_step) : json(nullptr)},
+                     {"lines", r.lines}});
+  }
+  j["ranks"] = ranks;
+  json inputs = json::array();
+  for (const auto& in : d.inputs) {
+    json o = {{"path", sanitize_utf8(in.path)}, {"bytes", in.bytes}, {"lines", in.lines}};
+    if (!in.compression.empty()) o["compression"] = in.compression;
+    if (in.long_lines) o["long_lines"] = in.long_lines;
+    if (!in.error.empty()) o["error"] = sanitize_utf8(in.error);
+    inputs.push_back(o);
+  }
+  j["inputs"] = inputs;
+  j["first_error"] = d.first_error ? evidence_to_json(*d.first_error) : json(nullptr);
+  j["truncated"] = d.limits.truncated;
+  if (d.limits.truncated) j["dropped"] = d.limits.dropped;
+  return j;
+}
+
+std::string dump_json(const json& j, int indent) {
+  return j.dump(indent, ' ', false, json::error_handler_t::replace);
+}
+
+}  // namespace firstfault

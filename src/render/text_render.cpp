@@ -1,0 +1,119 @@
+#include <fmt/format.h>
+
+#include "firstfault/render/render.h"
+#include "firstfault/util/strings.h"
+
+namespace firstfault {
+
+namespace {
+
+struct Paint {
+  bool on;
+  std::string operator()(const char* code, const std::string& s) const {
+    return on ? fmt::format("\x1b[{}m{}\x1b[0m", code, s) : s;
+  }
+};
+
+// Log text is untrusted: never let it drive the terminal.
+std::string safe(const std::string& s) { return strip_control(sanitize_utf8(s)); }
+
+void wrap(std::string& out, const std::string& text, const std::string& indent, size_t width = 96) {
+  for (const auto& para : split_lines(text)) {
+    std::string line;
+    size_t pos = 0;
+    std::string_view p = trim(para);
+    if (p.empty()) continue;
+    while (pos < p.size()) {
+      size_t sp = p.find(' ', pos);
+      std::string_view word = p.substr(pos, sp == std::string_view::npos ? std::string_view::npos : sp - pos);
+      if (!line.empty() && line.size() + 1 + word.size() > width) {
+        out += indent + line + "\n";
+        line.clear();
+      }
+      if (!line.empty()) line += ' ';
+      line += word;
+      if (sp == std::string_view::npos) break;
+      pos = sp + 1;
+    }
+    if (!line.empty()) out += indent + line + "\n";
+  }
+}
+
+std::string where(const Evidence& e) {
+  std::string s = fmt::format("{}:{}", safe(e.file), e.line);
+  if (e.time.valid()) s += "  " + format_timestamp(e.time);
+  return s;
+}
+
+}  // namespace
+
+std::string render_text(const Diagnosis& d, const Library& lib, const TextStyle& style) {
+  Paint paint{style.color};
+  std::string out;
+  if (d.verdict != "diagnosed") {
+    if (d.verdict == "unrecognized") {
+      out += paint("1;33", "No known failure matched.") + "\n";
+      if (d.first_error) {
+        out += "First error line: " + where(*d.first_error) + "\n";
+        out += "  " + safe(truncate_utf8(d.first_error->text, 400)) + "\n";
+      }
+      out += "If this is a real failure mode, consider writing an entry (docs/signature-format.md).\n";
+    } else {
+      out += "No failure found: no error line and no known failure signature in the input.\n";
+    }
+    out += fmt::format("Read {} line(s), {} byte(s) from {} input(s).\n", d.total_lines, d.total_bytes, d.inputs.size());
+    return out;
+  }
+  const Entry& e = *d.entry;
+  out += paint("1", e.title) + "  [" + e.id + "]\n";
+  out += fmt::format("  {} · severity {} · confidence {:.2f}\n\n", e.category, e.severity, d.confidence);
+
+  const RankDecision& r = d.initiating;
+  if (r.rank) {
+    std::string host = r.host.empty() ? "" : fmt::format(" on host {}", safe(r.host));
+    out += paint("1;31", fmt::format("Initiating rank: {}{}", *r.rank, host)) + "\n";
+  } else {
+    out += paint("1", "Initiating rank: unknown") + "\n";
+  }
+  if (!r.reason.empty()) out += "  why: " + safe(r.reason) + "\n";
+  if (r.candidates.size() > 1 && r.confidence < 0.7)
+    out += fmt::format("  candidates in order: {}\n", fmt::join(r.candidates, ", "));
+  const Evidence* first = r.first_evidence ? &*r.first_evidence : (d.evidence.empty() ? nullptr : &d.evidence.front());
+  if (first) {
+    out += "  first evidence: " + where(*first) + "\n";
+    out += "    " + safe(truncate_utf8(first->text, 400)) + "\n";
+  }
+  out += "\n" + paint("1", "Collateral: ") + safe(d.collateral.summary) + "\n\n";
+
+  out += paint("1", "Root cause") + "\n";
+  wrap(out, e.root_cause, "  ");
+  out += "\n" + paint("1", "How to confirm") + "\n";
+  for (size_t i = 0; i < e.confirm.size(); ++i) wrap(out, fmt::format("{}. {}", i + 1, e.confirm[i]), "  ");
+  out += "\n" + paint("1", "Fix") + "\n";
+  wrap(out, e.fix, "  ");
+  out += "\n" + paint("1", "Prevention") + "\n";
+  for (const auto& p : e.prevention) wrap(out, "- " + p, "  ");
+  out += "\n" + paint("1", "References") + "\n";
+  for (const auto& ref : e.references) out += "  " + ref + "\n";
+  if (!d.alternatives.empty()) {
+    out += "\n" + paint("1", "Alternatives") + "\n";
+    for (const auto& a : d.alternatives) {
+      const Entry* ae = lib.find_entry(a.id);
+      out += fmt::format("  {:.2f}  {}  {}\n", a.confidence, a.id, ae ? ae->title : "");
+    }
+  }
+  if (style.verbose) {
+    out += "\n" + paint("1", "Evidence") + "\n";
+    for (const auto& ev : d.evidence)
+      out += fmt::format("  [{}] {} rank {}  {}\n    {}\n", ev.role, ev.pattern, ev.rank >= 0 ? std::to_string(ev.rank) : "?",
+                         where(ev), safe(truncate_utf8(ev.text, 300)));
+    out += "\n" + paint("1", "Last line of every rank") + "\n";
+    for (const auto& rk : d.ranks)
+      out += fmt::format("  rank {:>4} {:<10} {}\n", rk.rank, rk.role, safe(truncate_utf8(rk.last_line, 160)));
+  }
+  if (d.limits.truncated)
+    out += fmt::format("\nNote: some detail was dropped at a bound: {}\n", fmt::join(d.limits.dropped, "; "));
+  return out;
+}
+
+}  // namespace firstfault

@@ -1,0 +1,24 @@
+#!/usr/bin/env bash
+# Runs one golden end-to-end case: tests/e2e/<case>/cmd holds the arguments (one line, run from
+# the repository root); expected.out is stdout and expected.rc the exit code.
+# Regenerate after an intended change with tests/e2e/regen.sh.
+set -u
+bin=$1
+case_dir=$2
+export TZ=UTC LC_ALL=C NO_COLOR=1
+read -r -a args < "$case_dir/cmd"
+actual=$(mktemp)
+trap 'rm -f "$actual"' EXIT
+"$bin" "${args[@]}" > "$actual" 2>/dev/null
+rc=$?
+expected_rc=$(cat "$case_dir/expected.rc")
+status=0
+if [ "$rc" != "$expected_rc" ]; then
+  echo "exit code $rc, expected $expected_rc"
+  status=1
+fi
+if ! diff -u "$case_dir/expected.out" "$actual"; then
+  echo "output differs from $case_dir/expected.out (regenerate with tests/e2e/regen.sh if intended)"
+  status=1
+fi
+exit $status

@@ -1,0 +1,172 @@
+#include <catch2/catch.hpp>
+
+#include "firstfault/attribution/line_attributor.h"
+
+using namespace firstfault;
+
+namespace {
+Attribution attr(std::string_view line, FileIdentity id = {}) {
+  LineAttributor a(std::move(id));
+  return a.attribute(line);
+}
+std::string ts(const Attribution& a) { return format_timestamp(a.time); }
+}  // namespace
+
+TEST_CASE("attribution: c10 [rankN]: with torch >= 2.4 header (unpadded month, no year)") {
+  auto a = attr("[rank1]:[E1003 18:37:01.832146912 ProcessGroupNCCL.cpp:607] [Rank 1] Watchdog caught collective operation timeout");
+  CHECK(a.rank == 1);
+  CHECK(ts(a) == "--10-03T18:37:01");
+  CHECK(a.body == "[Rank 1] Watchdog caught collective operation timeout");
+  auto b = attr("[rank0]:[E321 02:07:08.408271257 ProcessGroupNCCL.cpp:607] x");
+  CHECK(ts(b) == "--03-21T02:07:08");
+}
+
+TEST_CASE("attribution: old c10 header without time and [Rank N] inside the message") {
+  auto a = attr("[E ProcessGroupNCCL.cpp:737] [Rank 7] Watchdog caught collective operation timeout");
+  CHECK(a.rank == 7);
+  CHECK_FALSE(a.time.valid());
+  CHECK(a.body == "[Rank 7] Watchdog caught collective operation timeout");
+}
+
+TEST_CASE("attribution: PG tags give the rank only for the default process group") {
+  CHECK(attr("[PG ID 0 PG GUID 0(default_pg) Rank 3]  failure detected by watchdog").rank == 3);
+  CHECK(attr("[PG 0 Rank 2] Timeout at NCCL work: 1").rank == 2);
+  CHECK(attr("[PG ID 2 PG GUID 9 Rank 4] Timeout at NCCL work: 610").rank == -1);
+}
+
+TEST_CASE("attribution: excepthook [rankN]: with a space, torchrun tee [defaultN]: (local rank)") {
+  auto a = attr("[rank4]: RuntimeError: boom");
+  CHECK(a.rank == 4);
+  CHECK(a.body == "RuntimeError: boom");
+  auto b = attr("[default3]:Fatal Python error: Segmentation fault");
+  CHECK(b.local_rank == 3);
+  CHECK(b.rank == 3);  // no host: a one-node job
+  CHECK(b.body == "Fatal Python error: Segmentation fault");
+  auto c = attr("[default3]:[rank11]:[E1003 18:37:01.832146912 ProcessGroupNCCL.cpp:607] x");
+  CHECK(c.rank == 11);
+  CHECK(c.local_rank == 3);
+}
+
+TEST_CASE("attribution: Slurm srun --label, right-aligned") {
+  auto a = attr(" 3: Epoch 1 step 10");
+  CHECK(a.rank == 3);
+  CHECK(a.body == "Epoch 1 step 10");
+  CHECK(attr("12: [rank12]: x").rank == 12);
+}
+
+TEST_CASE("attribution: Open MPI tags (4.x, 5.x, ctime)") {
+  auto a = attr("[1,3]<stderr>:2021-08-04 11:52:22,414 - mmdet - INFO - Epoch [1][7400/14659]");
+  CHECK(a.rank == 3);
+  CHECK(ts(a) == "2021-08-04T11:52:22.414");
+  CHECK(a.body == "Epoch [1][7400/14659]");
+  CHECK(attr("[1,0]<stdout>: Step #0").rank == 0);
+  CHECK(attr("[2]<stdout>:test PASSED").rank == 2);
+  auto c = attr("Thu Mar 21 02:07:08 2024[1,3]<stdout>:hello");
+  CHECK(c.rank == 3);
+  CHECK(ts(c) == "2024-03-21T02:07:08");
+}
+
+TEST_CASE("attribution: Ray worker prefix, pid is not a rank, rank from inner prefix or actor name") {
+  auto a = attr("(RayWorkerWrapper pid=270291, ip=10.175.94.190) [rank3]:[E219 08:58:32.606667496 ProcessGroupNCCL.cpp:1785] x");
+  CHECK(a.rank == 3);
+  CHECK(a.host == "10.175.94.190");
+  CHECK(a.pid == 270291);
+  CHECK(attr("(MegatronPolicyWorker[rank=0] pid=1892406, ip=10.65.5.217) hello").rank == 0);
+  CHECK(attr("(RayTrainWorker pid=75123) Some weights").rank == -1);
+}
+
+TEST_CASE("attribution: NCCL host:pid:tid [dev] (dev is not a rank)") {
+  auto a = attr("kolyoz2:25146:25827 [5] NCCL INFO ncclCommInitRank comm 0x55 rank 4 nranks 8");
+  CHECK(a.host == "kolyoz2");
+  CHECK(a.pid == 25146);
+  CHECK(a.rank == -1);
+  CHECK(a.body == "NCCL INFO ncclCommInitRank comm 0x55 rank 4 nranks 8");
+  auto w = attr("[2025-05-01 12:00:00] gpu-7:1101:1190 [3] transport/net_ib.cc:1696 NCCL WARN NET/IB: x");
+  CHECK(w.host == "gpu-7");
+  CHECK(ts(w) == "2025-05-01T12:00:00");
+  CHECK(w.body == "transport/net_ib.cc:1696 NCCL WARN NET/IB: x");
+}
+
+TEST_CASE("attribution: DeepSpeed logger and [Rank N] from log_dist; pdsh host only once pdsh is in use") {
+  auto a = attr("[2025-03-07 23:55:15,357] [INFO] [logging.py:128:log_dist] [Rank 0] DeepSpeed info: version=0.16.3");
+  CHECK(ts(a) == "2025-03-07T23:55:15.357");
+  CHECK(a.rank == 0);
+  CHECK(a.body == "[Rank 0] DeepSpeed info: version=0.16.3");
+  CHECK(attr("104.171.201.171: hello").host == "104.171.201.171");
+  LineAttributor la;
+  CHECK(la.attribute("worker-1: hello").host.empty());
+  la.enable_pdsh();
+  CHECK(la.attribute("worker-1: hello").host == "worker-1");
+}
+
+TEST_CASE("attribution: glog-style torch elastic lines, Python logging, ISO-8601 with zone") {
+  auto a = attr("W0801 13:23:17.366000 32974 torch/distributed/elastic/multiprocessing/api.py:900] Sending process 33051 closing signal SIGTERM");
+  CHECK(ts(a) == "--08-01T13:23:17.366");
+  CHECK(a.pid == 32974);
+  CHECK(a.body == "Sending process 33051 closing signal SIGTERM");
+  auto b = attr("2026-11-27 13:31:02,114 - root - ERROR - boom");
+  CHECK(ts(b) == "2026-11-27T13:31:02.114");
+  CHECK(b.body == "boom");
+  auto c = attr("2019-06-21T19:50:53.813339525Z stdout F hello");
+  CHECK(ts(c) == "2019-06-21T19:50:53.813");
+  CHECK(c.body == "hello");
+  auto d = attr("2026-11-27T13:31:02+02:00 node-1 x");
+  CHECK(ts(d) == "2026-11-27T11:31:02");
+  auto e = attr("WARNING:torch.distributed.elastic.multiprocessing.api:Sending process 153929 closing signal SIGTERM");
+  CHECK(e.body == "Sending process 153929 closing signal SIGTERM");
+  auto f = attr("[2024-05-08 08:47:31,877] torch.distributed.elastic.multiprocessing.api: [ERROR] failed (exitcode: 1)");
+  CHECK(f.body == "failed (exitcode: 1)");
+}
+
+TEST_CASE("attribution: dmesg raw, dmesg -T, syslog, vLLM") {
+  auto a = attr("[74889.644138] NVRM: Xid (PCI:0000:02:00): 79, GPU has fallen off the bus.");
+  CHECK(a.time.kind == Timestamp::kBoot);
+  CHECK(a.body == "NVRM: Xid (PCI:0000:02:00): 79, GPU has fallen off the bus.");
+  auto b = attr("[Fri Mar  3 04:27:08 2023] NVRM: Xid (PCI:0000:61:00): 119, pid=1346198");
+  CHECK(ts(b) == "2023-03-03T04:27:08");
+  auto c = attr("May 18 19:02:39 gpu-node-3 kernel: NVRM: Xid (PCI:0000:2b:00): 79, GPU has fallen off the bus.");
+  CHECK(c.host == "gpu-node-3");
+  CHECK(c.body.substr(0, 5) == "NVRM:");
+  auto c2 = attr("May 18 19:02:39 kernel: NVRM: Xid");
+  CHECK(c2.body == "NVRM: Xid");
+  auto d = attr("INFO 05-16 09:49:32 [parallel_state.py:1004] rank 15 in world size 16");
+  CHECK(ts(d) == "--05-16T09:49:32");
+  CHECK(d.body == "rank 15 in world size 16");
+}
+
+TEST_CASE("attribution: a prefix glued mid-line after a tqdm bar still names the rank") {
+  auto a = attr("Epoch 0:   6%|██  | 32040/500150 [6:28:43<94:39:17][rank1]:[E1003 18:37:01.832146912 ProcessGroupNCCL.cpp:607] x");
+  CHECK(a.rank == 1);
+}
+
+TEST_CASE("attribution: file names give the rank of unprefixed lines") {
+  CHECK(identity_from_path("logs/rank3.log").rank == 3);
+  CHECK(identity_from_path("logs/rank_3/stdout.log").rank == 3);
+  CHECK(identity_from_path("logs/stdout_12.log").rank == 12);
+  CHECK(identity_from_path("pod-name-worker-3").rank == 3);
+  CHECK(identity_from_path("slurm-123_4.out").rank == 4);
+  CHECK(identity_from_path("node-07.out").host == "node-07");
+  CHECK(identity_from_path("job.log").rank == -1);
+  CHECK(identity_from_path("nccl-ib-vendor-err-129.log").rank == -1);
+  CHECK(identity_from_path("out/r17-train.txt", R"(r(\d+)-)").rank == 17);
+  CHECK(attr("plain line", identity_from_path("logs/rank5.log")).rank == 5);
+}
+
+TEST_CASE("attribution: continuation lines inherit the previous rank") {
+  LineAttributor la;
+  CHECK(la.attribute("[rank2]:[E1003 18:37:01.832146912 ProcessGroupNCCL.cpp:607] boom").rank == 2);
+  auto c = la.attribute("frame #0: c10::Error::Error + 0x99");
+  CHECK(c.rank == 2);
+  CHECK(c.inherited);
+  CHECK(la.attribute("unrelated top-level line").rank == -1);
+}
+
+TEST_CASE("segments: tqdm carriage returns split, trailing CR dropped, ANSI removed") {
+  std::string scratch;
+  std::vector<std::string> segs;
+  for_each_segment("a\rb\rERROR x\r", scratch, [&](std::string_view s) { segs.emplace_back(s); });
+  REQUIRE(segs == std::vector<std::string>{"a", "b", "ERROR x"});
+  segs.clear();
+  for_each_segment("\x1b[2m\x1b[36m(pid=1)\x1b[0m hello\r", scratch, [&](std::string_view s) { segs.emplace_back(s); });
+  REQUIRE(segs == std::vector<std::string>{"(pid=1) hello"});
+}

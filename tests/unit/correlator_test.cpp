@@ -1,0 +1,165 @@
+#include <catch2/catch.hpp>
+
+#include "firstfault/app/pipeline.h"
+#include "firstfault/render/render.h"
+#include "test_support.h"
+
+using namespace firstfault;
+
+namespace {
+struct Fixture {
+  Library lib = test::repo_library();
+  Matcher matcher{lib};
+  test::TempDir dir;
+  Fixture() { REQUIRE(matcher.compile(true).ok()); }
+  Diagnosis run(const std::string& text, const std::string& name = "job.log") {
+    return analyze_paths({dir.write(name, text)}, matcher, {}).diagnosis;
+  }
+};
+
+std::string timeout(int rank, int seq, const char* op = "ALLREDUCE", const char* hms = "10:02:41") {
+  return "[rank" + std::to_string(rank) + "]:[E1107 " + hms + ".300000000 ProcessGroupNCCL.cpp:607] [Rank " +
+         std::to_string(rank) + "] Watchdog caught collective operation timeout: WorkNCCL(SeqNum=" + std::to_string(seq) +
+         ", OpType=" + op + ", NumelIn=1, NumelOut=1, Timeout(ms)=600000) ran for 600071 milliseconds before timing out.\n";
+}
+std::string oom(int rank, const char* hms = "09:50:00") {
+  return "[rank" + std::to_string(rank) + "]:[E1107 " + hms +
+         ".000000000 train.cpp:1] torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB. GPU 0 has a "
+         "total capacity of 79.10 GiB\n";
+}
+}  // namespace
+
+TEST_CASE("correlator: a root event on one rank beats the loud cascade on the others") {
+  Fixture f;
+  std::string log = "[rank0]:step 1\n[rank1]:step 1\n[rank2]:step 1\n[rank3]:step 1\n";
+  log += oom(2);
+  for (int r : {0, 1, 3}) log += timeout(r, 77);
+  Diagnosis d = f.run(log);
+  REQUIRE(d.verdict == "diagnosed");
+  CHECK(d.entry->id == "cuda-oom");
+  REQUIRE(d.initiating.rank);
+  CHECK(*d.initiating.rank == 2);
+  CHECK(d.initiating.method == "root-event");
+  CHECK(d.collateral.ranks == std::vector<int>{0, 1, 3});
+  CHECK(d.collateral.summary == "ranks 0-1,3 timed out in ALLREDUCE SeqNum 77 waiting for rank 2");
+  REQUIRE_FALSE(d.alternatives.empty());
+  CHECK(d.alternatives[0].id == "nccl-collective-timeout");
+}
+
+TEST_CASE("correlator: with only timeouts, the rank missing from them is the suspect") {
+  Fixture f;
+  std::string log;
+  for (int r = 0; r < 8; ++r) log += "[rank" + std::to_string(r) + "]:step 5\n";
+  for (int r = 0; r < 8; ++r)
+    if (r != 6) log += timeout(r, 500);
+  Diagnosis d = f.run(log);
+  REQUIRE(d.entry);
+  CHECK(d.entry->id == "nccl-collective-timeout");
+  REQUIRE(d.initiating.rank);
+  CHECK(*d.initiating.rank == 6);
+  CHECK(d.initiating.method == "missing-from-timeout");
+}
+
+TEST_CASE("correlator: last enqueued work below the stuck SeqNum names the rank that never arrived") {
+  Fixture f;
+  std::string log;
+  for (int r = 0; r < 4; ++r) log += timeout(r, 1580);
+  log += "[rank2]:[E321 02:07:08.465150152 ProcessGroupNCCL.cpp:1664] [PG 0 Rank 2] Exception (either an error or "
+         "timeout) detected by watchdog at work: 1580, last enqueued NCCL work: 1579, last completed NCCL work: 1579.\n";
+  log += "[rank1]:[E321 02:07:08.465150152 ProcessGroupNCCL.cpp:1664] [PG 0 Rank 1] Exception (either an error or "
+         "timeout) detected by watchdog at work: 1580, last enqueued NCCL work: 1582, last completed NCCL work: 1579.\n";
+  Diagnosis d = f.run(log);
+  REQUIRE(d.initiating.rank);
+  CHECK(*d.initiating.rank == 2);
+  CHECK(d.initiating.method == "nccl-sequence");
+  CHECK(d.initiating.reason.find("1579") != std::string::npos);
+}
+
+TEST_CASE("correlator: a launcher verdict that contradicts an earlier root event loses, and the reason says so") {
+  Fixture f;
+  std::string log = oom(3, "09:50:00");
+  for (int r : {0, 1, 2}) log += timeout(r, 9);
+  log += "Root Cause (first observed failure):\n[0]:\n  time      : 2024-11-07_10:02:50\n  host      : n1\n"
+         "  rank      : 0 (local_rank: 0)\n  exitcode  : -6 (pid: 1)\n";
+  Diagnosis d = f.run(log);
+  REQUIRE(d.initiating.rank);
+  CHECK(*d.initiating.rank == 3);
+  CHECK(d.initiating.reason.find("names rank 0") != std::string::npos);
+}
+
+TEST_CASE("correlator: the launcher verdict is used when nothing else names a rank") {
+  Fixture f;
+  std::string log = "[rank0]: x\n";
+  log += timeout(0, 9);
+  log += "Root Cause (first observed failure):\n[0]:\n  rank      : 5 (local_rank: 5)\n";
+  Diagnosis d = f.run(log);
+  REQUIRE(d.initiating.rank);
+  CHECK(*d.initiating.rank == 5);
+  CHECK(d.initiating.method == "launcher-verdict");
+}
+
+TEST_CASE("correlator: every rank hitting the same root at once is job-wide: no single initiating rank") {
+  Fixture f;
+  std::string log;
+  for (int r = 0; r < 4; ++r) log += oom(r, "09:50:00");
+  Diagnosis d = f.run(log);
+  REQUIRE(d.entry);
+  CHECK(d.entry->id == "cuda-oom");
+  CHECK_FALSE(d.initiating.rank);
+  CHECK(d.initiating.method == "job-wide");
+}
+
+TEST_CASE("correlator: the earlier of two ranks' root events wins when clocks separate them") {
+  Fixture f;
+  std::string log = oom(5, "09:51:00") + oom(1, "09:50:00");
+  Diagnosis d = f.run(log);
+  REQUIRE(d.initiating.rank);
+  CHECK(*d.initiating.rank == 1);
+}
+
+TEST_CASE("correlator: unrecognised and clean logs") {
+  Fixture f;
+  Diagnosis u = f.run("step 1\nTraceback (most recent call last):\n  File \"x.py\", line 1\nValueError: my own bug\n");
+  CHECK(u.verdict == "unrecognized");
+  REQUIRE(u.first_error);
+  CHECK(u.first_error->text == "ValueError: my own bug");
+  Diagnosis c = f.run("step 1 loss 2.0\nstep 2 loss 1.9\n");
+  CHECK(c.verdict == "clean");
+}
+
+TEST_CASE("correlator: rank from file names, one file per rank") {
+  Fixture f;
+  f.dir.write("job/rank0.log", timeout(0, 42));
+  f.dir.write("job/rank1.log", "step 9\nRuntimeError: CUDA out of memory. Tried to allocate 2.00 GiB (GPU 0; 15.78 GiB total)\n");
+  f.dir.write("job/rank2.log", timeout(2, 42));
+  Diagnosis d = analyze_paths({f.dir.path() + "/job"}, f.matcher, {}).diagnosis;
+  REQUIRE(d.entry);
+  CHECK(d.entry->id == "cuda-oom");
+  REQUIRE(d.initiating.rank);
+  CHECK(*d.initiating.rank == 1);
+  CHECK(d.inputs.size() == 3);
+}
+
+TEST_CASE("render: JSON stays valid with invalid UTF-8 and control bytes in the log") {
+  Fixture f;
+  std::string log = oom(0);
+  log.insert(log.find("CUDA"), "\xff\xfe\x01");
+  Diagnosis d = f.run(log);
+  std::string json = dump_json(diagnosis_to_json(d, f.lib));
+  auto parsed = nlohmann::json::parse(json);
+  CHECK(parsed["schema"] == "firstfault.diagnosis/v1");
+  CHECK(parsed["verdict"] == "diagnosed");
+  std::string text = render_text(d, f.lib, {});
+  CHECK(text.find('\x01') == std::string::npos);
+}
+
+TEST_CASE("pipeline: a 100 MB line is capped for matching, counted, and the lines after it still count") {
+  Fixture f;
+  std::string log = std::string(100u << 20, 'x') + "\n" + oom(1);
+  Diagnosis d = f.run(log);
+  REQUIRE(d.inputs.size() == 1);
+  CHECK(d.inputs[0].long_lines == 1);
+  CHECK(d.inputs[0].lines == 2);
+  REQUIRE(d.entry);
+  CHECK(d.entry->id == "cuda-oom");
+}
