@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdlib>
 #include <set>
 
 #include "firstfault/util/strings.h"
@@ -18,27 +19,28 @@ int to_int_or(const std::string* s, int fallback) {
   return v ? static_cast<int>(*v) : fallback;
 }
 
-// "3b000" (NCCL busId) or "0000:3b:00" (Xid PCI) -> "3b" (the PCI bus, lower case).
-std::string pci_bus(const std::string& s) {
-  std::string lower;
-  for (char c : s) lower.push_back(static_cast<char>(std::tolower(static_cast<unsigned char>(c))));
-  if (lower.find(':') != std::string::npos) {
-    // [domain:]bus:device[.fn]
+// A GPU's PCI address as "domain:bus:device" in lower-case hex, from either form:
+// NCCL's busId ("3b000", "a01c0", "801000": the hex digits of domain:bus:device.function run
+// together) or an Xid's "PCI:0000:3b:00" ("0000:3b:00", optionally ".0").
+std::string pci_key(const std::string& s) {
+  std::string t = s;
+  if (t.rfind("PCI:", 0) == 0) t = t.substr(4);
+  if (t.find(':') != std::string::npos) {
     std::vector<std::string> parts;
     size_t start = 0;
-    for (size_t i = 0; i <= lower.size(); ++i)
-      if (i == lower.size() || lower[i] == ':') {
-        parts.push_back(lower.substr(start, i - start));
+    for (size_t i = 0; i <= t.size(); ++i)
+      if (i == t.size() || t[i] == ':') {
+        parts.push_back(t.substr(start, i - start));
         start = i + 1;
       }
-    std::string bus = parts.size() >= 3 ? parts[parts.size() - 2] : parts[0];
-    while (bus.size() > 2 && bus[0] == '0') bus.erase(0, 1);
-    return bus;
+    if (parts.size() == 2) parts.insert(parts.begin(), "0");
+    if (parts.size() != 3) return "";
+    std::string dev = parts[2].substr(0, parts[2].find('.'));
+    auto hex = [](const std::string& x) { return std::strtoull(x.c_str(), nullptr, 16); };
+    return fmt::format("{:x}:{:x}:{:x}", hex(parts[0]), hex(parts[1]), hex(dev));
   }
-  // busId: bus(2) + device(2) + function(1), with optional leading domain digits.
-  if (lower.size() < 5) return "";
-  std::string bus = lower.substr(lower.size() - 5, 2);
-  return bus;
+  unsigned long long v = std::strtoull(t.c_str(), nullptr, 16);
+  return fmt::format("{:x}:{:x}:{:x}", v >> 20, (v >> 12) & 0xff, (v >> 4) & 0xff);
 }
 
 bool is_nccl_timeout_def(const Library& lib, size_t def) {
@@ -152,7 +154,7 @@ Evidence Correlator::to_evidence(const Event& ev, const std::string& pattern, Ro
 void Correlator::resolve_times_and_ranks() {
   // host:pid -> rank from NCCL communicator init lines (the largest communicator is the world).
   std::map<std::pair<std::string, int64_t>, std::pair<int, int>> nccl_rank;  // -> (rank, nranks)
-  std::map<std::pair<std::string, std::string>, int> bus_rank;              // (host, bus) -> rank
+  std::map<std::pair<std::string, std::string>, int> bus_rank;              // (host, pci) -> rank
   std::set<std::string> hosts;
   for (const auto& [r, rs] : ranks_)
     if (!rs.host.empty()) hosts.insert(rs.host);
@@ -175,7 +177,7 @@ void Correlator::resolve_times_and_ranks() {
       const std::string* bus = ev.capture("busid");
       if (it == nccl_rank.end() || !bus) continue;
       if (to_int_or(ev.capture("rank"), -1) != it->second.first) continue;
-      bus_rank[{ev.host, pci_bus(*bus)}] = it->second.first;
+      bus_rank[{ev.host, pci_key(*bus)}] = it->second.first;
     }
   }
   bool single_host = hosts.size() <= 1;
@@ -192,7 +194,7 @@ void Correlator::resolve_times_and_ranks() {
       }
       if (ev.rank < 0) {
         if (const std::string* pci = ev.capture("pci")) {
-          std::string bus = pci_bus(*pci);
+          std::string bus = pci_key(*pci);
           // With one host (or the host known from a syslog prefix) the bus id names the GPU.
           for (const auto& [hb, r] : bus_rank)
             if (hb.second == bus && (ev.host.empty() ? single_host : hb.first == ev.host)) ev.rank = r;
