@@ -258,6 +258,9 @@ size_t p_bracket_rank(sv s, Attribution& a) {
   sv role = inner.substr(0, d);
   for (char c : role)
     if (!(std::isalpha(static_cast<unsigned char>(c)) || c == '_' || c == '-')) return 0;
+  // torchrun's failure summary numbers its entries "[0]:" on a line of their own: an index,
+  // not a rank.
+  if (role.empty() && close + 2 == s.size()) return 0;
   int64_t v = 0;
   parse_uint(inner.substr(d), v);
   if (role == "rank" || role.empty()) a.rank = static_cast<int>(v);
@@ -570,6 +573,8 @@ Attribution LineAttributor::attribute(std::string_view line) {
   for (int round = 0; round < 12 && !s.empty(); ++round) {
     size_t n = 0;
     char c = s[0];
+    // pdsh's "host: " is a launcher layer: only a transport envelope may sit outside it.
+    bool outermost = a.rank < 0 && a.local_rank < 0 && a.host.empty();
     if (c == '[') {
       if (!(n = p_bracket_rank(s, a)) && !(n = p_c10_header(s, a)) && !(n = p_bracket_time(s, a)) &&
           !(n = p_ompi(s, a)) && !(n = p_kube_prefix(s, a)))
@@ -577,7 +582,8 @@ Attribution LineAttributor::attribute(std::string_view line) {
     } else if (c == '(') {
       n = p_ray(s, a);
     } else if (is_digit(c)) {
-      if (!(n = p_cri(s, a)) && !(n = p_iso_plain(s, a)) && !(n = p_slurm_label(s, a)) && !(n = p_pdsh(s, a, pdsh_)))
+      if (!(n = p_cri(s, a)) && !(n = p_iso_plain(s, a)) && !(n = p_slurm_label(s, a)) &&
+          !(outermost && (n = p_pdsh(s, a, pdsh_))))
         n = p_nccl(s, a);
     } else if (c == ' ') {
       if (!(n = p_slurm_label(s, a))) n = p_bracket_time(s, a);
@@ -588,7 +594,7 @@ Attribution LineAttributor::attribute(std::string_view line) {
       }
       if (!n && c == 'P') n = p_slurm_label(s, a);
       if (!n) n = p_nccl(s, a);
-      if (!n) n = p_pdsh(s, a, pdsh_);
+      if (!n && outermost) n = p_pdsh(s, a, pdsh_);
     }
     if (!n) break;
     any_prefix = true;
@@ -609,8 +615,8 @@ Attribution LineAttributor::attribute(std::string_view line) {
     a.rank = last_rank_;
     a.inherited = true;
   }
-  if (a.rank >= 0 && !a.inherited) last_rank_ = a.rank;
-  else if (any_prefix && a.rank < 0 && a.local_rank < 0) last_rank_ = -1;
+  // Only an unbroken run of continuation lines inherits; any other line ends the record.
+  if (!a.inherited) last_rank_ = a.rank;
   return a;
 }
 

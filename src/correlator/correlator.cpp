@@ -43,9 +43,12 @@ std::string pci_key(const std::string& s) {
   return fmt::format("{:x}:{:x}:{:x}", v >> 20, (v >> 12) & 0xff, (v >> 4) & 0xff);
 }
 
+// A line in which a rank reports that it timed out waiting in a collective or transfer
+// (NCCL watchdog, Gloo): any pattern that captures `timeout_ms` and does not name another rank.
 bool is_nccl_timeout_def(const Library& lib, size_t def) {
-  const std::string& n = lib.patterns[def].name;
-  return n == "nccl_watchdog_timeout" || n == "nccl_watchdog_timeout_noseq";
+  const auto& caps = lib.patterns[def].capture_names;
+  auto has = [&](const char* c) { return std::find(caps.begin(), caps.end(), c) != caps.end(); };
+  return has("timeout_ms") && !has("rank");
 }
 
 }  // namespace
@@ -61,7 +64,13 @@ struct Correlator::Hits {
 };
 
 Correlator::Correlator(const Library& lib)
-    : lib_(lib), events_by_def_(lib.patterns.size()), count_by_def_(lib.patterns.size(), 0) {}
+    : lib_(lib),
+      events_by_def_(lib.patterns.size()),
+      count_by_def_(lib.patterns.size(), 0),
+      referenced_(lib.patterns.size(), false) {
+  for (const Entry& e : lib.entries)
+    for (const PatternRef& r : e.refs) referenced_[r.def] = true;
+}
 
 Correlator::RankState* Correlator::rank_state(int rank) {
   if (rank < 0) return nullptr;
@@ -95,16 +104,16 @@ void Correlator::add_event(Event ev) {
   ev.order = order_;
   size_t def = ev.def;
   ++count_by_def_[def];
-  // Progress counters are kept per rank, not as events (they can be millions of lines).
+  // Progress counters are kept per rank, not as events (they can be millions of lines); a
+  // pattern no entry uses (the engine's progress_* patterns) stores nothing else.
   if (const std::string* step = ev.capture("step")) {
-    if (RankState* rs = rank_state(ev.rank)) {
-      auto v = to_int(*step);
-      if (v) {
+    auto v = to_int(*step);
+    if (v)
+      if (RankState* rs = rank_state(ev.rank)) {
         rs->last_step = *v;
         rs->last_progress = ev.text.substr(0, 300);
       }
-    }
-    return;
+    if (!referenced_[def]) return;
   }
   auto& list = events_by_def_[def];
   if (list.size() >= kMaxEventsPerPattern) {
@@ -181,12 +190,23 @@ void Correlator::resolve_times_and_ranks() {
     }
   }
   bool single_host = hosts.size() <= 1;
+  // A job whose every ranked line comes from one rank (a single-GPU run with [rank0] prefixes):
+  // its unranked lines are that rank's too.
+  int only_rank = ranks_.size() == 1 ? ranks_.begin()->first : -1;
   for (auto& list : events_by_def_) {
     for (Event& ev : list) {
       if (int r = to_int_or(ev.capture("rank"), -1); r >= 0) ev.rank = r;
       if (ev.rank < 0 && !ev.host.empty() && ev.pid >= 0) {
         auto it = nccl_rank.find({ev.host, ev.pid});
         if (it != nccl_rank.end()) ev.rank = it->second.first;
+      }
+      if (ev.rank < 0 && !ev.host.empty()) {
+        // A message naming a process (kernel OOM killer, launcher) on a host where NCCL showed
+        // that process's rank.
+        if (int pid = to_int_or(ev.capture("pid"), -1); pid >= 0) {
+          auto it = nccl_rank.find({ev.host, pid});
+          if (it != nccl_rank.end()) ev.rank = it->second.first;
+        }
       }
       if (ev.rank < 0) {
         int lr = to_int_or(ev.capture("local_rank"), ev.local_rank);
@@ -200,6 +220,7 @@ void Correlator::resolve_times_and_ranks() {
             if (hb.second == bus && (ev.host.empty() ? single_host : hb.first == ev.host)) ev.rank = r;
         }
       }
+      if (ev.rank < 0 && only_rank >= 0 && single_host) ev.rank = only_rank;
       if (const std::string* h = ev.capture("host"); h && !h->empty() && ev.host.empty()) ev.host = *h;
       if (ev.host.empty()) {
         auto it = ranks_.find(ev.rank);
@@ -224,7 +245,7 @@ Diagnosis Correlator::finish() {
   }
 
   // ---- evaluate every entry ----
-  std::vector<Hits> all;
+  std::vector<Hits> all, fallbacks;
   all.reserve(lib_.entries.size());
   const Event* earliest_root = nullptr;
   for (const Entry& e : lib_.entries) {
@@ -245,6 +266,11 @@ Diagnosis Correlator::finish() {
     auto hit = [&](size_t r) { return !h.by_ref[r].empty(); };
     bool rule = std::all_of(e.match.require.begin(), e.match.require.end(), hit);
     if (!e.match.any.empty()) rule = rule && std::any_of(e.match.any.begin(), e.match.any.end(), hit);
+    rule = rule && std::none_of(e.match.absent.begin(), e.match.absent.end(), hit);
+    if (e.match.fallback) {
+      if (rule) fallbacks.push_back(std::move(h));
+      continue;
+    }
     bool signal = false;
     for (size_t r = 0; r < e.refs.size(); ++r) {
       if (!hit(r)) continue;
@@ -305,6 +331,38 @@ Diagnosis Correlator::finish() {
     if (fa && fb && fa != fb) return earlier(*fa, *fb);
     return a.entry->id < b.entry->id;
   });
+
+  // Fallback entries describe what a log that *lacks* something means (e.g. NCCL init that never
+  // completed); they count only when nothing else is supported.
+  if (all.empty())
+    for (Hits& h : fallbacks) {
+      h.supported = true;
+      h.confidence = 0.3;
+      all.push_back(std::move(h));
+    }
+
+  // A job that simply stopped: no supported entry, no error line, and one or more ranks fell
+  // behind the others' progress. That is a hang, diagnosed from silence (docs/initiating-rank.md).
+  if (all.empty()) {
+    int64_t max_step = -1;
+    size_t with_progress = 0, behind = 0;
+    for (const auto& [r, rs] : ranks_)
+      if (rs.last_step >= 0) {
+        ++with_progress;
+        max_step = std::max(max_step, rs.last_step);
+      }
+    for (const auto& [r, rs] : ranks_)
+      if (rs.last_step >= 0 && rs.last_step < max_step) ++behind;
+    const Entry* hang = lib_.find_entry("training-hang-silent");
+    if (hang && with_progress >= 2 && behind >= 1 && behind * 2 < with_progress) {
+      Hits h;
+      h.entry = hang;
+      h.by_ref.resize(hang->refs.size());
+      h.supported = true;
+      h.confidence = behind == 1 ? 0.5 : 0.3;
+      all.push_back(std::move(h));
+    }
+  }
 
   // ---- NCCL collective analysis (used for the rank ladder and the collateral summary) ----
   struct Timeouts {
@@ -388,6 +446,13 @@ Diagnosis Correlator::finish() {
         }
   }
   if (!launcher_rank)
+    if (auto def = lib_.find_pattern("mpirun_noticed_rank"))
+      for (const Event& ev : events_by_def_[*def])
+        if (int r = to_int_or(ev.capture("rank"), -1); r >= 0 && !launcher_rank) {
+          launcher_rank = r;
+          launcher_name = "mpirun's \"noticed that process rank\" line";
+        }
+  if (!launcher_rank)
     if (auto def = lib_.find_pattern("mpirun_first_failed"))
       for (const Event& ev : events_by_def_[*def])
         if (int r = to_int_or(ev.capture("rank"), -1); r >= 0 && !launcher_rank) {
@@ -395,6 +460,10 @@ Diagnosis Correlator::finish() {
           launcher_name = "mpirun's first failed process";
         }
   if (launcher_rank && *launcher_rank < 0) launcher_rank.reset();
+  std::set<int> launcher_failed_ranks;  // every rank torchrun's summary lists as failed
+  if (auto rk = lib_.find_pattern("elastic_root_cause_rank"))
+    for (const Event& r : events_by_def_[*rk])
+      if (int v = to_int_or(r.capture("rank"), -1); v >= 0) launcher_failed_ranks.insert(v);
 
   // ---- verdict ----
   if (all.empty()) {
@@ -564,6 +633,14 @@ Diagnosis Correlator::finish() {
         if (launcher_rank && *launcher_rank != suspects.front())
           dec.reason += fmt::format("; {} names rank {} (a weak verdict: it picks the earliest whole second)",
                                     launcher_name, *launcher_rank);
+      } else if (launcher_rank && roots.size() >= 2 && launcher_failed_ranks.size() >= 2) {
+        // Several processes printed the root error without a rank prefix and the launcher saw
+        // several ranks fail: its "Root Cause" is just the lowest rank of a tie.
+        dec.method = "none";
+        dec.candidates.assign(launcher_failed_ranks.begin(), launcher_failed_ranks.end());
+        dec.reason = fmt::format("{} processes hit it and the log does not say which rank printed which; {} lists ranks {} as failed",
+                                 roots.size(), launcher_name,
+                                 format_ranges(std::vector<int>(launcher_failed_ranks.begin(), launcher_failed_ranks.end())));
       } else if (launcher_rank) {
         dec.rank = launcher_rank;
         dec.method = "launcher-verdict";
@@ -617,10 +694,14 @@ Diagnosis Correlator::finish() {
       std::vector<int> rep;
       for (int r : nccl.reporters)
         if (!dec.rank || r != *dec.rank) rep.push_back(r);
-      d.collateral.summary = fmt::format("{} {} timed out in {}{}", rep.size() == 1 ? "rank" : "ranks",
-                                         format_ranges(rep), nccl.op.empty() ? "a collective" : nccl.op,
-                                         nccl.seq >= 0 ? fmt::format(" SeqNum {}", nccl.seq) : "");
-      if (dec.rank) {
+      std::string what = fmt::format("{}{}", nccl.op.empty() ? "a collective" : nccl.op,
+                                     nccl.seq >= 0 ? fmt::format(" SeqNum {}", nccl.seq) : "");
+      if (rep.empty()) {
+        d.collateral.summary = fmt::format("only rank {} itself timed out in {}; no other rank reported an error", *dec.rank, what);
+      } else {
+        d.collateral.summary = fmt::format("{} {} timed out in {}", rep.size() == 1 ? "rank" : "ranks", format_ranges(rep), what);
+      }
+      if (dec.rank && !rep.empty()) {
         if (nccl.reporters.count(*dec.rank)) d.collateral.summary += fmt::format(" (rank {} timed out too)", *dec.rank);
         else d.collateral.summary += fmt::format(" waiting for rank {}", *dec.rank);
       }

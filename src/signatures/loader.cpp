@@ -466,7 +466,12 @@ Library load_sources(const std::vector<SourceFile>& sources, std::vector<LoadPro
       if (!m.IsMap()) {
         fc.error(m, "'match' must be a mapping");
       } else {
-        fc.only_keys(m, {"require", "any", "boost", "penalize", "captures"}, "'match'");
+        fc.only_keys(m, {"require", "any", "boost", "penalize", "absent", "fallback", "captures"}, "'match'");
+        if (m["fallback"]) {
+          std::string f = fc.scalar(m, "fallback", false);
+          if (f != "true" && f != "false") fc.error(m["fallback"], "'fallback' must be true or false");
+          e.match.fallback = f == "true";
+        }
         auto names_to_refs = [&](const char* key, std::vector<size_t>& out) {
           for (const auto& n : fc.list(m, key, false)) {
             auto k = ref_index(n);
@@ -478,6 +483,7 @@ Library load_sources(const std::vector<SourceFile>& sources, std::vector<LoadPro
         names_to_refs("any", e.match.any);
         names_to_refs("boost", e.match.boost);
         names_to_refs("penalize", e.match.penalize);
+        names_to_refs("absent", e.match.absent);
         YAML::Node caps = m["captures"];
         if (caps) {
           if (!caps.IsMap()) fc.error(caps, "'captures' maps pattern names to {capture: regex}");
@@ -518,7 +524,7 @@ Library load_sources(const std::vector<SourceFile>& sources, std::vector<LoadPro
     }
     bool has_signal = std::any_of(e.refs.begin(), e.refs.end(),
                                   [](const PatternRef& r) { return r.role == Role::kRoot || r.role == Role::kCascade; });
-    if (!e.refs.empty() && !has_signal)
+    if (!e.refs.empty() && !has_signal && !e.match.fallback)
       fc.error(pe.node["patterns"], "an entry needs at least one root or cascade pattern");
     lib.entry_index[e.id] = lib.entries.size();
     lib.entries.push_back(std::move(e));

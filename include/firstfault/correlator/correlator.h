@@ -75,6 +75,7 @@ class Correlator {
   const Library& lib_;
   std::vector<std::vector<Event>> events_by_def_;
   std::vector<uint64_t> count_by_def_;
+  std::vector<bool> referenced_;  // pattern used by at least one entry
   std::map<int, RankState> ranks_;
   std::vector<InputSummary> inputs_;
   uint64_t order_ = 0;

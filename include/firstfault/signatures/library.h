@@ -46,6 +46,8 @@ struct CaptureRule {
 
 struct MatchRule {
   std::vector<size_t> require, any, boost, penalize;  // indices into Entry::refs
+  std::vector<size_t> absent;                         // must have no hit at all
+  bool fallback = false;  // considered only when no other entry is supported; context hits suffice
   std::vector<CaptureRule> captures;
   bool require_is_default = false;  // require was derived from root patterns (then any one suffices)
 };
