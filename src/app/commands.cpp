@@ -11,10 +11,14 @@
 #include <map>
 #include <set>
 
+#include "firstfault/app/exit_policy.h"
 #include "firstfault/app/pipeline.h"
 #include "firstfault/matcher/matcher.h"
+#include "firstfault/render/ci_render.h"
 #include "firstfault/render/render.h"
 #include "firstfault/signatures/loader.h"
+#include "firstfault/util/redact.h"
+#include "firstfault/util/safe_text.h"
 #include "firstfault/util/strings.h"
 
 namespace firstfault {
@@ -42,6 +46,7 @@ std::optional<Library> load_or_report(const CommonOptions& o, bool check_samples
     fmt::print(stderr, "firstfault: the signature library has {} problem(s)\n", problems.size());
     return std::nullopt;
   }
+  for (const auto& ov : lib.overrides) fmt::print(stderr, "{}\n", ov.format());  // allowed, never silent
   return lib;
 }
 
@@ -53,8 +58,13 @@ std::optional<Library> load_for_run(const CommonOptions& o) {
 }  // namespace
 
 int run_diagnose(const DiagnoseOptions& o, std::ostream& out) {
-  if (o.format != "text" && o.format != "json") {
-    fmt::print(stderr, "firstfault: unknown --format '{}' (text, json)\n", o.format);
+  if (!is_diagnose_format(o.format)) {
+    fmt::print(stderr, "firstfault: unknown --format '{}' ({})\n", o.format, fmt::join(kDiagnoseFormats, ", "));
+    return kExitUsage;
+  }
+  std::optional<FailOn> fail_on = parse_fail_on(o.fail_on);
+  if (!fail_on) {
+    fmt::print(stderr, "firstfault: unknown --fail-on '{}' ({})\n", o.fail_on, fail_on_choices());
     return kExitUsage;
   }
   auto lib = load_for_run(o.common);
@@ -74,12 +84,32 @@ int run_diagnose(const DiagnoseOptions& o, std::ostream& out) {
     }
   }
   JobResult r = analyze_paths(o.paths, matcher, ao);
-  for (const auto& p : r.problems) fmt::print(stderr, "firstfault: {}: {}\n", p.path, p.reason);
+  // Ingress: mask (when on) and defuse CI commands before anything is printed, stderr included,
+  // so no renderer can leak or replay what the log held.
+  bool redact = o.redact.value_or(redacts_by_default(o.format));
+  Redactor redactor;
+  if (redact) redact_diagnosis(r.diagnosis, redactor);
+  neutralize_diagnosis(r.diagnosis);
+  auto shown = [&](const std::string& s) { return safe_line(redact ? redactor.mask(s) : s); };
+  for (const auto& p : r.problems) fmt::print(stderr, "firstfault: {}: {}\n", shown(p.path), shown(p.reason));
   if (r.interrupted) return kExitInterrupted;
+  // Nothing to show only when no input yielded a single line; a truncated file still has a
+  // (partial) diagnosis worth printing.
   bool all_failed = !r.problems.empty() && std::all_of(r.diagnosis.inputs.begin(), r.diagnosis.inputs.end(),
-                                                       [](const InputSummary& s) { return !s.error.empty(); });
+                                                       [](const InputSummary& s) { return !s.error.empty() && s.lines == 0; });
   if (o.format == "json") {
     out << dump_json(diagnosis_to_json(r.diagnosis, *lib)) << "\n";
+  } else if (is_ci_format(o.format)) {
+    // CI reports are written even when no input was readable: they carry the input errors.
+    CiRenderOptions co;
+    co.redacted = redact;
+    if (const char* summary = std::getenv("GITHUB_STEP_SUMMARY"); summary && o.format == "github")
+      co.github_step_summary = summary;
+    if (Status s = render_ci(o.format, r.diagnosis, *lib, co, out); !s.ok()) {
+      out.flush();
+      fmt::print(stderr, "firstfault: {}\n", s.message());
+      return kExitUsage;
+    }
   } else if (!all_failed) {
     TextStyle style;
     style.color = want_color(o.color);
@@ -88,7 +118,7 @@ int run_diagnose(const DiagnoseOptions& o, std::ostream& out) {
   }
   out.flush();
   if (!r.problems.empty()) return kExitUsage;
-  return r.diagnosis.verdict == "diagnosed" ? kExitDiagnosed : kExitUnrecognized;
+  return exit_code_for(r.diagnosis, *fail_on);
 }
 
 int run_check(const CheckOptions& o, std::ostream& out) {
@@ -166,9 +196,15 @@ int run_list(const ListOptions& o, std::ostream& out) {
     return std::tie(a->category, a->id) < std::tie(b->category, b->id);
   });
   if (o.patterns) {
+    // One regex per line for other tools (rg -f, grep -P): named groups become plain groups,
+    // because those tools join the lines into one alternation where names would clash.
+    static const RE2 kNamed(R"(\(\?P<\w+>)");
     std::set<std::string> seen;
-    for (const auto& p : lib->patterns)
-      if (seen.insert(p.regex).second) out << p.regex << "\n";
+    for (const auto& p : lib->patterns) {
+      std::string r = p.regex;
+      RE2::GlobalReplace(&r, kNamed, "(");
+      if (seen.insert(r).second) out << r << "\n";
+    }
     return 0;
   }
   if (o.format == "json") {

@@ -1,5 +1,14 @@
 #include "firstfault/app/pipeline.h"
 
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstring>
+#include <thread>
+
+#include "firstfault/app/line_feed.h"
 #include "firstfault/attribution/line_attributor.h"
 #include "firstfault/correlator/correlator.h"
 #include "firstfault/reader/log_reader.h"
@@ -10,104 +19,127 @@ std::atomic<bool> g_interrupted{false};
 
 namespace {
 
-class JobSink : public BlockSink {
- public:
-  JobSink(const Matcher& matcher, Correlator& correlator, LineAttributor& attributor, uint32_t input,
-          InputSummary& summary)
-      : matcher_(matcher), corr_(correlator), attr_(attributor), input_(input), summary_(summary) {
-    if (auto p = matcher.library().find_pattern("launcher_pdsh_cmd")) pdsh_def_ = static_cast<int>(*p);
-  }
+// Below this size a file is read by one thread; splitting costs more than it saves.
+constexpr uint64_t kParallelMinBytes = 32ull << 20;
 
-  void on_block(std::string_view block) override {
-    if (g_interrupted.load(std::memory_order_relaxed)) return;
-    // Lines the prefilter rules out are still attributed (per-rank timeline) but not matched.
-    size_t next_candidate = 0;
-    bool all = !matcher_.has_prefilter();
-    candidates_.clear();
-    if (!all) matcher_.for_each_candidate_line(block, [&](size_t off) { candidates_.push_back(off); });
-    size_t offset = 0;
-    for_each_line(block, [&](std::string_view line) {
-      size_t start = offset;
-      offset += line.size() + 1;
-      bool candidate = all;
-      while (!all && next_candidate < candidates_.size() && candidates_[next_candidate] < start) ++next_candidate;
-      if (!all && next_candidate < candidates_.size() && candidates_[next_candidate] == start) candidate = true;
-      process_line(line, candidate);
-    });
-  }
-
-  void on_long_line(std::string_view head, uint64_t) override {
-    ++summary_.long_lines;
-    process_line(head, true);
-  }
-
- private:
-  void process_line(std::string_view line, bool candidate) {
-    ++line_no_;
-    ++summary_.lines;
-    if (line.size() > kMaxLineBytes) {  // keep the head for matching; the rest is counted only
-      ++summary_.long_lines;
-      line = line.substr(0, kMaxLineBytes);
-    }
-    for_each_segment(line, scratch_, [&](std::string_view seg) {
-      Attribution a = attr_.attribute(seg);
-      corr_.observe_line(a, seg, input_, line_no_);
-      if (!candidate) return;
-      matcher_.match(a.body, hits_);
-      for (int def : hits_) {
-        if (def == pdsh_def_) attr_.enable_pdsh();
-        Event ev;
-        ev.def = static_cast<size_t>(def);
-        ev.rank = a.rank;
-        ev.local_rank = a.local_rank;
-        ev.host = std::string(a.host);
-        ev.pid = a.pid;
-        ev.time = a.time;
-        ev.input = input_;
-        ev.line = line_no_;
-        ev.text = std::string(seg);
-        ev.captures = matcher_.extract(ev.def, a.body);
-        corr_.add_event(std::move(ev));
+// Splits a large plain file at line boundaries into `parts` byte ranges.
+std::vector<uint64_t> split_points(int fd, uint64_t size, unsigned parts) {
+  std::vector<uint64_t> cuts{0};
+  char buf[4096];
+  for (unsigned i = 1; i < parts; ++i) {
+    uint64_t pos = size * i / parts;
+    for (;;) {
+      ssize_t n = ::pread(fd, buf, sizeof buf, static_cast<off_t>(pos));
+      if (n <= 0) {
+        pos = size;
+        break;
       }
-    });
+      const void* nl = std::memchr(buf, '\n', static_cast<size_t>(n));
+      if (nl) {
+        pos += static_cast<uint64_t>(static_cast<const char*>(nl) - buf) + 1;
+        break;
+      }
+      pos += static_cast<uint64_t>(n);
+    }
+    if (pos > cuts.back() && pos < size) cuts.push_back(pos);
   }
+  cuts.push_back(size);
+  return cuts;
+}
 
-  const Matcher& matcher_;
-  Correlator& corr_;
-  LineAttributor& attr_;
-  uint32_t input_;
-  InputSummary& summary_;
-  uint64_t line_no_ = 0;
-  std::string scratch_;
-  std::vector<int> hits_;
-  std::vector<size_t> candidates_;
-  int pdsh_def_ = -1;
-};
+// Whether a plain (uncompressed, regular) file is worth reading with several threads.
+bool parallel_candidate(const InputSource& in, uint64_t& size) {
+  if (in.is_stdin) return false;
+  struct stat st {};
+  if (::stat(in.path.c_str(), &st) != 0 || !S_ISREG(st.st_mode)) return false;
+  size = static_cast<uint64_t>(st.st_size);
+  if (size < kParallelMinBytes) return false;
+  int fd = ::open(in.path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return false;
+  unsigned char head[6] = {0};
+  ssize_t n = ::pread(fd, head, sizeof head, 0);
+  ::close(fd);
+  if (n < 4) return false;
+  bool compressed = (head[0] == 0x1f && head[1] == 0x8b) || (head[0] == 0x28 && head[1] == 0xb5) ||
+                    (head[0] == 0xfd && head[1] == '7') || (head[0] == 'B' && head[1] == 'Z' && head[2] == 'h');
+  return !compressed;
+}
+
+// Reads one input, on several threads when it is a large plain file; results go into `corr`.
+void analyze_input(const InputSource& in, uint32_t index, const Matcher& matcher, const AnalyzeOptions& options,
+                   Correlator& corr, InputSummary& s, std::vector<InputProblem>& problems) {
+  FileIdentity identity = in.is_stdin ? FileIdentity{} : identity_from_path(in.path, options.rank_from);
+  uint64_t size = 0;
+  if (struct stat st {}; !in.is_stdin && ::stat(in.path.c_str(), &st) == 0 && S_ISREG(st.st_mode))
+    size = static_cast<uint64_t>(st.st_size);
+  unsigned threads = std::max(1u, options.threads ? options.threads : std::thread::hardware_concurrency());
+  if (threads > 1 && parallel_candidate(in, size)) {
+    int fd = ::open(in.path.c_str(), O_RDONLY | O_CLOEXEC);
+    std::vector<uint64_t> cuts = split_points(fd, size, threads);
+    // The DeepSpeed runner announces pdsh at the top of the log; later ranges must know it.
+    char head[1 << 16];
+    ssize_t hn = ::pread(fd, head, sizeof head, 0);
+    bool pdsh = hn > 0 && memmem(head, static_cast<size_t>(hn), "cmd = pdsh ", 11) != nullptr;
+    ::close(fd);
+    size_t parts = cuts.size() - 1;
+    std::vector<std::unique_ptr<Correlator>> partial;
+    std::vector<InputSummary> sums(parts);
+    std::vector<Status> status(parts);
+    std::vector<uint64_t> bytes(parts);
+    for (size_t p = 0; p < parts; ++p) partial.push_back(std::make_unique<Correlator>(matcher.library(), matcher.tail_patterns()));
+    std::vector<std::thread> pool;
+    for (size_t p = 0; p < parts; ++p) {
+      pool.emplace_back([&, p] {
+        LineAttributor attributor(identity);
+        if (pdsh) attributor.enable_pdsh();
+        LineFeed sink(matcher, *partial[p], attributor, index, sums[p]);
+        sink.prefer_prefilter();
+        ReadStats stats;
+        status[p] = read_input_range(in, cuts[p], cuts[p + 1], sink, stats);
+        bytes[p] = stats.bytes;
+      });
+    }
+    for (auto& t : pool) t.join();
+    uint64_t line_offset = 0;
+    for (size_t p = 0; p < parts; ++p) {
+      corr.absorb(std::move(*partial[p]), line_offset);
+      line_offset += sums[p].lines;
+      s.lines += sums[p].lines;
+      s.long_lines += sums[p].long_lines;
+      s.bytes += bytes[p];
+      if (!status[p].ok() && s.error.empty()) {
+        s.error = status[p].message();
+        problems.push_back({in.path, status[p].message()});
+      }
+    }
+    return;
+  }
+  LineAttributor attributor(identity);
+  LineFeed sink(matcher, corr, attributor, index, s);
+  if (size >= (8ull << 20)) sink.prefer_prefilter();
+  ReadStats stats;
+  Status st = read_input(in, sink, stats);
+  s.bytes = stats.bytes;
+  s.compression = stats.compression;
+  if (!st.ok()) {
+    s.error = st.message();
+    problems.push_back({in.path, st.message()});
+  }
+}
 
 }  // namespace
 
 JobResult analyze_job(const std::vector<InputSource>& inputs, const Matcher& matcher, const AnalyzeOptions& options) {
   JobResult result;
-  Correlator corr(matcher.library());
+  Correlator corr(matcher.library(), matcher.tail_patterns());
   std::vector<InputSummary> summaries(inputs.size());
   for (size_t i = 0; i < inputs.size(); ++i) {
     if (g_interrupted.load()) {
       result.interrupted = true;
       break;
     }
-    const InputSource& in = inputs[i];
-    InputSummary& s = summaries[i];
-    s.path = in.path;
-    LineAttributor attributor(in.is_stdin ? FileIdentity{} : identity_from_path(in.path, options.rank_from));
-    JobSink sink(matcher, corr, attributor, static_cast<uint32_t>(i), s);
-    ReadStats stats;
-    Status st = read_input(in, sink, stats);
-    s.bytes = stats.bytes;
-    s.compression = stats.compression;
-    if (!st.ok()) {
-      s.error = st.message();
-      result.problems.push_back({in.path, st.message()});
-    }
+    summaries[i].path = inputs[i].path;
+    analyze_input(inputs[i], static_cast<uint32_t>(i), matcher, options, corr, summaries[i], result.problems);
   }
   if (g_interrupted.load()) result.interrupted = true;
   corr.set_inputs(std::move(summaries));

@@ -9,6 +9,7 @@
 #include "firstfault/app/pipeline.h"
 #include "firstfault/render/render.h"
 #include "firstfault/signatures/loader.h"
+#include "firstfault/util/safe_text.h"
 #include "firstfault/util/strings.h"
 
 namespace firstfault {
@@ -64,7 +65,7 @@ int run_timeline(const TimelineOptions& o, std::ostream& out) {
     std::string first = ex.first_event ? ex.first_event->pattern : "-";
     std::string step = ex.last_step >= 0 ? std::to_string(ex.last_step) : "-";
     out << fmt::format("{:<14} {:<11} {:<28} {:>8}  {}\n", format_ranges(g.ranks), ex.role, truncate_utf8(first, 28), step,
-                       strip_control(truncate_utf8(ex.last_line, 100)));
+                       safe_line(truncate_utf8(ex.last_line, 100)));
   }
   if (d.ranks.empty()) out << "(no line in the input names a rank)\n";
   if (d.entry)

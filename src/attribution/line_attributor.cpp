@@ -165,9 +165,10 @@ size_t p_dmesg(sv s, Attribution& a) {
     size_t fstart = ++i;
     while (i < s.size() && is_digit(s[i])) ++i;
     if (i - fstart != 6 || i + 1 >= s.size() || s[i] != ']' || s[i + 1] != ' ') return 0;
-    if (s[dstart - 1] != '+') {
-      int64_t secs = 0;
-      parse_uint(s.substr(dstart), secs);
+    int64_t secs = 0;
+    parse_uint(s.substr(dstart), secs);
+    // Up to 18 digits parse; beyond 10^12 s of uptime it is not a clock (and *1000 would overflow).
+    if (s[dstart - 1] != '+' && secs < 1000000000000LL) {
       a.time.kind = Timestamp::kBoot;
       a.time.ms = secs * 1000 + num(s, fstart, 3);
     }
@@ -199,7 +200,7 @@ size_t p_ray(sv s, Attribution& a) {
   if (ip != sv::npos) a.host = inner.substr(ip + 3, inner.find_first_of(",)", ip) == sv::npos ? sv::npos : inner.find_first_of(",)", ip) - ip - 3);
   size_t r = inner.find("[rank=");
   int64_t rank = 0;
-  if (r != sv::npos && parse_uint(inner.substr(r + 6), rank)) a.rank = static_cast<int>(rank);
+  if (r != sv::npos && parse_uint(inner.substr(r + 6), rank)) a.rank = rank_or_none(rank);
   return close + 2;
 }
 
@@ -242,7 +243,7 @@ size_t p_ompi(sv s, Attribution& a) {
   if (!tag) return 0;
   j += tag;
   if (j < s.size() && s[j] == ' ') ++j;
-  a.rank = static_cast<int>(second >= 0 ? second : first);
+  a.rank = rank_or_none(second >= 0 ? second : first);
   return j;
 }
 
@@ -263,8 +264,8 @@ size_t p_bracket_rank(sv s, Attribution& a) {
   if (role.empty() && close + 2 == s.size()) return 0;
   int64_t v = 0;
   parse_uint(inner.substr(d), v);
-  if (role == "rank" || role.empty()) a.rank = static_cast<int>(v);
-  else a.local_rank = static_cast<int>(v);
+  if (role == "rank" || role.empty()) a.rank = rank_or_none(v);
+  else a.local_rank = rank_or_none(v);
   size_t n = close + 2;
   if (n < s.size() && s[n] == ' ') ++n;
   return n;
@@ -435,7 +436,7 @@ size_t p_slurm_label(sv s, Attribution& a) {
   if (!n || n > 6) return 0;
   i += n;
   if (i + 1 >= s.size() || s[i] != ':' || s[i + 1] != ' ') return 0;
-  a.rank = static_cast<int>(v);
+  a.rank = rank_or_none(v);
   return i + 2;
 }
 
@@ -507,9 +508,9 @@ int rank_from_message(sv body) {
     size_t n = parse_uint(body.substr(pos + 5), v);
     if (n && pos + 5 + n < body.size() && body[pos + 5 + n] == ']' && start != sv::npos && pos - start < 60) {
       sv tag = body.substr(start + 1, pos - start - 1);
-      if (tag.empty()) return static_cast<int>(v);
+      if (tag.empty()) return rank_or_none(v);
       if (starts_with(tag, "PG 0 ") || starts_with(tag, "PG ID 0 ") || tag.find("(default_pg)") != sv::npos)
-        return static_cast<int>(v);
+        return rank_or_none(v);
     }
     pos += 5;
   }
@@ -523,7 +524,7 @@ int rank_from_glued_prefix(sv line) {
     int64_t v = 0;
     size_t n = parse_uint(line.substr(pos + 5), v);
     if (n && pos + 5 + n + 1 < line.size() && line[pos + 5 + n] == ']' && line[pos + 6 + n] == ':')
-      return static_cast<int>(v);
+      return rank_or_none(v);
     pos += 5;
   }
   return -1;
@@ -628,7 +629,7 @@ FileIdentity identity_from_path(std::string_view path, const std::string& rank_f
     if (re.ok()) {
       std::string v;
       if (re.NumberOfCapturingGroups() >= 1 && RE2::PartialMatch(p, re, &v)) {
-        if (auto r = to_int(v)) id.rank = static_cast<int>(*r);
+        if (auto r = to_int(v)) id.rank = rank_or_none(*r);
       }
     }
     return id;
@@ -646,7 +647,7 @@ FileIdentity identity_from_path(std::string_view path, const std::string& rank_f
   std::string v;
   if (RE2::PartialMatch(name, kSlurmArray, &v) || RE2::PartialMatch(name, kRankRules, &v) ||
       RE2::PartialMatch(dirname, kRankRules, &v)) {
-    if (auto r = to_int(v)) id.rank = static_cast<int>(*r);
+    if (auto r = to_int(v)) id.rank = rank_or_none(*r);
   }
   std::string host;
   if (RE2::FullMatch(name, kNode, &host)) id.host = host;

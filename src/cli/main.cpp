@@ -9,8 +9,12 @@
 #include <iostream>
 #include <set>
 
+#include "firstfault/app/cli_docs.h"
 #include "firstfault/app/commands.h"
 #include "firstfault/app/pipeline.h"
+#include "firstfault/triage/triage.h"
+#include "firstfault/render/ci_render.h"
+#include "firstfault/watch/watch_command.h"
 
 using namespace firstfault;
 
@@ -25,9 +29,10 @@ int main(int argc, char** argv) {
   std::signal(SIGPIPE, SIG_IGN);
 
   // `firstfault job.log` and `cat job.log | firstfault` mean `firstfault diagnose ...`.
-  static const std::set<std::string> kCommands = {"diagnose", "check", "list", "explain", "catalog", "timeline"};
+  static const std::set<std::string> kCommands = {"diagnose", "check", "list", "explain", "catalog", "timeline", "watch", "completions", "triage"};
   std::vector<std::string> args(argv + 1, argv + argc);
-  bool global_flag = !args.empty() && (args[0] == "-h" || args[0] == "--help" || args[0] == "--version" || args[0] == "-V");
+  bool global_flag = !args.empty() && (args[0] == "-h" || args[0] == "--help" || args[0] == "--version" || args[0] == "-V" ||
+                                          args[0] == "--help-man");
   if (args.empty() || (!kCommands.count(args[0]) && !global_flag)) args.insert(args.begin(), "diagnose");
   std::reverse(args.begin(), args.end());
 
@@ -35,10 +40,13 @@ int main(int argc, char** argv) {
   app.require_subcommand(0, 1);
   bool show_version = false;
   app.add_flag("-V,--version", show_version, "Print the version and the library's entry count");
+  bool show_man = false;
+  app.add_flag("--help-man", show_man, "Print the man page (roff), generated from this definition")->group("");
 
   CommonOptions common;
   auto add_common = [&](CLI::App* sub) {
     sub->add_option("--signatures", common.signature_dirs, "Extra signature directory (same id overrides a built-in)")
+        ->type_name("DIR")
         ->allow_extra_args(false)
         ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
     sub->add_flag("--no-builtin", common.no_builtin, "Use only the --signatures directories, not the built-in library");
@@ -46,17 +54,25 @@ int main(int argc, char** argv) {
 
   DiagnoseOptions dopt;
   auto* diag = app.add_subcommand("diagnose", "Diagnose one job from its log files (default command)");
-  diag->add_option("paths", dopt.paths, "Log files or directories of one job; '-' or nothing reads stdin");
-  diag->add_option("-f,--format", dopt.format, "Output format")->check(CLI::IsMember({"text", "json"}));
+  diag->add_option("paths", dopt.paths, "Log files or directories of one job; '-' or nothing reads stdin")->type_name("PATH");
+  diag->add_option("-f,--format", dopt.format, "Output format: text, json, github, markdown, sarif, gitlab, junit")
+      ->check(CLI::IsMember(kDiagnoseFormats));
+  diag->add_option("--fail-on", dopt.fail_on, "When to exit 1: none, unrecognized (default), any, or a severity")
+      ->check(CLI::IsMember({"none", "unrecognized", "any", "critical", "high", "medium", "low"}));
+  bool redact = false;
+  auto* redact_flag = diag->add_flag("--redact,!--no-redact", redact,
+                                     "Mask hosts, IPs, e-mails, user names and secrets (default: on for github, "
+                                     "gitlab, sarif, junit, markdown)");
   diag->add_option("--color", dopt.color, "Colour: auto, always, never")->check(CLI::IsMember({"auto", "always", "never"}));
-  diag->add_option("--rank-from", dopt.rank_from, "Regex with one capture group that takes the rank from a file path");
+  diag->add_option("--rank-from", dopt.rank_from, "Regex with one capture group that takes the rank from a file path")
+      ->type_name("REGEX");
   diag->add_flag("-v,--verbose", dopt.verbose, "Show all evidence and every rank's last line");
   add_common(diag);
 
   CheckOptions copt;
   auto* check = app.add_subcommand("check", "Validate a signature directory and diagnose every example log");
-  check->add_option("dir", copt.dir, "Signature directory (default: only the built-in library)");
-  check->add_option("--testdata", copt.testdata, "Directory the example logs are relative to");
+  check->add_option("dir", copt.dir, "Signature directory (default: only the built-in library)")->type_name("DIR");
+  check->add_option("--testdata", copt.testdata, "Directory the example logs are relative to")->type_name("DIR");
   check->add_flag("!--no-examples", copt.examples, "Only validate files and samples");
   add_common(check);
 
@@ -69,23 +85,65 @@ int main(int argc, char** argv) {
 
   ExplainOptions eopt;
   auto* explain = app.add_subcommand("explain", "Show one entry as an encyclopedia page");
-  explain->add_option("id", eopt.id, "Entry id")->required();
+  explain->add_option("id", eopt.id, "Entry id")->required()->type_name("ID");
   explain->add_option("-f,--format", eopt.format, "Output format")->check(CLI::IsMember({"text", "markdown", "json"}));
   explain->add_option("--color", eopt.color, "Colour: auto, always, never")->check(CLI::IsMember({"auto", "always", "never"}));
   add_common(explain);
 
   CatalogOptions catopt;
   auto* catalog = app.add_subcommand("catalog", "Write one Markdown page per entry plus an index");
-  catalog->add_option("dir", catopt.dir, "Output directory (default docs/catalog)");
+  catalog->add_option("dir", catopt.dir, "Output directory (default docs/catalog)")->type_name("DIR");
   catalog->add_option("-f,--format", catopt.format, "Output format")->check(CLI::IsMember({"markdown"}));
   add_common(catalog);
 
   TimelineOptions topt;
   auto* timeline = app.add_subcommand("timeline", "Per-rank view of a job, identical ranks collapsed");
-  timeline->add_option("paths", topt.paths, "Log files or directories of one job; '-' or nothing reads stdin");
+  timeline->add_option("paths", topt.paths, "Log files or directories of one job; '-' or nothing reads stdin")->type_name("PATH");
   timeline->add_option("-f,--format", topt.format, "Output format")->check(CLI::IsMember({"text", "json"}));
-  timeline->add_option("--rank-from", topt.rank_from, "Regex with one capture group that takes the rank from a file path");
+  timeline->add_option("--rank-from", topt.rank_from, "Regex with one capture group that takes the rank from a file path")
+      ->type_name("REGEX");
   add_common(timeline);
+
+  WatchOptions wopt;
+  auto* watch = app.add_subcommand("watch", "Follow a running job's logs and alert the moment it fails or stalls");
+  watch->add_option("paths", wopt.paths, "Log files (need not exist yet) or directories to follow; '-' or nothing reads stdin")
+      ->type_name("PATH");
+  watch->add_option("-f,--format", wopt.format, "Alert format")->check(CLI::IsMember({"text", "jsonl"}));
+  watch->add_option("--stall", wopt.stall, "Alert when no rank prints progress for this long, or one rank stops while others go on (e.g. 10m)")
+      ->type_name("DURATION");
+  watch->add_option("--exec", wopt.exec, "Run CMD (via /bin/sh -c) for every alert, with the alert JSON on its stdin")
+      ->type_name("CMD");
+  watch->add_option("--exec-timeout", wopt.exec_timeout, "Stop an --exec command that runs longer than this (default 30s)")
+      ->type_name("DURATION");
+  watch->add_option("--metrics-file", wopt.metrics_file, "Keep Prometheus metrics in this file (node_exporter textfile collector)")
+      ->type_name("FILE");
+  watch->add_option("--update-interval", wopt.update_interval, "Least time between two alerts about one failure (default 2s)")
+      ->type_name("DURATION");
+  watch->add_option("--color", wopt.color, "Colour: auto, always, never")->check(CLI::IsMember({"auto", "always", "never"}));
+  watch->add_option("--rank-from", wopt.rank_from, "Regex with one capture group that takes the rank from a file path")
+      ->type_name("REGEX");
+  add_common(watch);
+  watch->footer(kWatchHelp);
+
+  std::string shell;
+  auto* completions = app.add_subcommand("completions", "Print a shell completion script, generated from this definition");
+  completions->add_option("shell", shell, "Shell")->required()->check(CLI::IsMember({"bash", "zsh", "fish"}));
+
+  TriageOptions tropt;
+  auto* triage = app.add_subcommand("triage", "Diagnose many archived jobs in parallel and group them by failure");
+  triage->add_option("paths", tropt.paths, "Files, directories of jobs, or archives (.tar, .tar.gz, .tar.zst, .zip)")->type_name("PATH");
+  triage->add_option("-f,--format", tropt.format, "Output format")->check(CLI::IsMember({"table", "jsonl", "csv", "markdown"}));
+  triage->add_option("-j,--jobs", tropt.jobs, "Jobs analysed in parallel (default: all cores)");
+  triage->add_option("--job-depth", tropt.job_depth, "In directories and archives, a job is a path this many levels down (0: the whole directory)");
+  triage->add_option("--job-pattern", tropt.job_pattern, "A job is a relative path fully matching this regex (overrides --job-depth)");
+  triage->add_option("--shard", tropt.shard, "Process a deterministic 1/N of the jobs: I/N");
+  triage->add_flag("--unknown-only", tropt.unknown_only, "Only the unrecognised failures, clustered by their first error line");
+  triage->add_option("--merge", tropt.merge, "Combine the jsonl outputs of shards instead of reading logs")
+      ->type_name("FILE")
+      ->allow_extra_args(true);
+  triage->add_option("--rank-from", tropt.rank_from, "Regex with one capture group that takes the rank from a file path");
+  triage->add_flag("!--no-progress", tropt.progress, "No progress bar on stderr");
+  add_common(triage);
 
   try {
     app.parse(args);
@@ -99,9 +157,18 @@ int main(int argc, char** argv) {
     std::cout << version_string() << "\n";
     return 0;
   }
+  if (show_man) {
+    std::cout << render_man_page(app, FIRSTFAULT_VERSION);
+    return 0;
+  }
   try {
+    if (*triage) {
+      tropt.common = common;
+      return run_triage(tropt, std::cout);
+    }
     if (*diag) {
       dopt.common = common;
+      if (redact_flag->count() > 0) dopt.redact = redact;
       return run_diagnose(dopt, std::cout);
     }
     if (*check) {
@@ -123,6 +190,14 @@ int main(int argc, char** argv) {
     if (*timeline) {
       topt.common = common;
       return run_timeline(topt, std::cout);
+    }
+    if (*watch) {
+      wopt.common = common;
+      return run_watch(wopt, std::cout);
+    }
+    if (*completions) {
+      std::cout << render_completion(app, shell);
+      return 0;
     }
   } catch (const std::exception& e) {
     // The one fatal path: anything unexpected ends here with a message, never a crash.

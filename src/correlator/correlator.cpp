@@ -1,12 +1,14 @@
 #include "firstfault/correlator/correlator.h"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <algorithm>
 #include <cmath>
 #include <cstdlib>
 #include <set>
 
+#include "firstfault/reader/log_reader.h"
 #include "firstfault/util/strings.h"
 
 namespace firstfault {
@@ -16,7 +18,18 @@ namespace {
 int to_int_or(const std::string* s, int fallback) {
   if (!s || s->empty()) return fallback;
   auto v = to_int(*s);
-  return v ? static_cast<int>(*v) : fallback;
+  return v && *v >= INT32_MIN && *v <= INT32_MAX ? static_cast<int>(*v) : fallback;
+}
+
+// A rank or world size captured from a line; numbers no job can have (kMaxRankNumber) are
+// ignored, so `world` and the ranks missing from a timeout stay bounded.
+int rank_or(const std::string* s, int fallback) {
+  int v = to_int_or(s, -1);
+  return v >= 0 && v <= kMaxRankNumber ? v : fallback;
+}
+int world_or(const std::string* s, int fallback) {
+  int v = to_int_or(s, -1);
+  return v >= 1 && v <= kMaxRankNumber + 1 ? v : fallback;
 }
 
 // A GPU's PCI address as "domain:bus:device" in lower-case hex, from either form:
@@ -63,41 +76,70 @@ struct Correlator::Hits {
   const Event* first_any = nullptr;
 };
 
-Correlator::Correlator(const Library& lib)
+Correlator::Correlator(const Library& lib, std::vector<size_t> tail_patterns)
     : lib_(lib),
+      tail_defs_(std::move(tail_patterns)),
       events_by_def_(lib.patterns.size()),
       count_by_def_(lib.patterns.size(), 0),
-      referenced_(lib.patterns.size(), false) {
+      referenced_(lib.patterns.size(), false),
+      def_has_step_(lib.patterns.size(), false) {
   for (const Entry& e : lib.entries)
     for (const PatternRef& r : e.refs) referenced_[r.def] = true;
+  for (size_t i = 0; i < lib.patterns.size(); ++i) {
+    const auto& caps = lib.patterns[i].capture_names;
+    def_has_step_[i] = std::find(caps.begin(), caps.end(), "step") != caps.end();
+  }
+}
+
+void Correlator::count_event(size_t def) {
+  ++count_by_def_[def];
+  if (std::find(limits_.dropped.begin(), limits_.dropped.end(), lib_.patterns[def].name) == limits_.dropped.end()) {
+    limits_.truncated = true;
+    limits_.dropped.push_back(lib_.patterns[def].name);
+  }
 }
 
 Correlator::RankState* Correlator::rank_state(int rank) {
   if (rank < 0) return nullptr;
-  auto it = ranks_.find(rank);
-  if (it != ranks_.end()) return &it->second;
-  if (ranks_.size() >= kMaxRanks) {
+  size_t r = static_cast<size_t>(rank);
+  if (r < rank_index_.size() && rank_index_[r]) return rank_index_[r];
+  if (ranks_.size() >= kMaxRanks || r >= (kMaxRanks << 4)) {
     ranks_truncated_ = true;
     return nullptr;
   }
-  return &ranks_[rank];
+  RankState* rs = &ranks_[rank];
+  if (r >= rank_index_.size()) rank_index_.resize(r + 1, nullptr);
+  rank_index_[r] = rs;
+  return rs;
 }
 
 void Correlator::observe_line(const Attribution& a, std::string_view line, uint32_t input, uint64_t line_no) {
   ++order_;
   if (a.time.kind == Timestamp::kFull && ref_year_ == 0) ref_year_ = year_of(a.time);
-  int rank = a.rank;
-  RankState* rs = rank_state(rank);
+  RankState* rs = rank_state(a.rank);
   if (!rs) return;
   ++rs->lines;
   if (rs->host.empty() && !a.host.empty()) rs->host = std::string(a.host);
   if (a.time.valid() && a.time.kind != Timestamp::kBoot) rs->last_time = a.time;
-  if (!trim(line).empty()) {
-    rs->last_line.assign(line.substr(0, std::min<size_t>(line.size(), 512)));
-    rs->last_input = input;
-    rs->last_line_no = line_no;
-    rs->last_order = order_;
+  if (line.empty() || trim(line).empty()) return;
+  // Keep the last few lines (bounded, reusing their buffers): the last line of the rank and
+  // where its last progress counter is read at the end.
+  size_t cap = ranks_.size() > 1024 ? 4 : kTailLines;
+  if (rs->tail.size() < cap) {
+    rs->tail.emplace_back();
+    rs->tail.back().text.reserve(kTailLineBytes);
+    rs->tail_next = rs->tail.size() % cap;
+    TailLine& t = rs->tail.back();
+    t.text.assign(line.substr(0, std::min(line.size(), kTailLineBytes)));
+    t.input = input;
+    t.line_no = line_no;
+    return;
   }
+  TailLine& t = rs->tail[rs->tail_next];
+  t.text.assign(line.substr(0, std::min(line.size(), kTailLineBytes)));
+  t.input = input;
+  t.line_no = line_no;
+  rs->tail_next = (rs->tail_next + 1) % rs->tail.size();
 }
 
 void Correlator::add_event(Event ev) {
@@ -111,6 +153,7 @@ void Correlator::add_event(Event ev) {
     if (v)
       if (RankState* rs = rank_state(ev.rank)) {
         rs->last_step = *v;
+        rs->last_step_order = ev.order;
         rs->last_progress = ev.text.substr(0, 300);
       }
     if (!referenced_[def]) return;
@@ -124,7 +167,10 @@ void Correlator::add_event(Event ev) {
     }
     return;
   }
-  if (ev.text.size() > kMaxEventText) ev.text = truncate_utf8(ev.text, kMaxEventText);
+  if (ev.text.size() > kMaxEventText) {
+    ev.text = truncate_utf8(ev.text, kMaxEventText);
+    ++texts_cut_;
+  }
   list.push_back(std::move(ev));
 }
 
@@ -171,7 +217,7 @@ void Correlator::resolve_times_and_ranks() {
     auto def = lib_.find_pattern(name);
     if (!def) continue;
     for (const Event& ev : events_by_def_[*def]) {
-      int rank = to_int_or(ev.capture("rank"), -1), nranks = to_int_or(ev.capture("nranks"), 0);
+      int rank = rank_or(ev.capture("rank"), -1), nranks = world_or(ev.capture("nranks"), 0);
       if (rank < 0 || ev.host.empty()) continue;
       hosts.insert(ev.host);
       auto key = std::make_pair(ev.host, ev.pid);
@@ -185,7 +231,7 @@ void Correlator::resolve_times_and_ranks() {
       auto it = nccl_rank.find({ev.host, ev.pid});
       const std::string* bus = ev.capture("busid");
       if (it == nccl_rank.end() || !bus) continue;
-      if (to_int_or(ev.capture("rank"), -1) != it->second.first) continue;
+      if (rank_or(ev.capture("rank"), -1) != it->second.first) continue;
       bus_rank[{ev.host, pci_key(*bus)}] = it->second.first;
     }
   }
@@ -195,7 +241,7 @@ void Correlator::resolve_times_and_ranks() {
   int only_rank = ranks_.size() == 1 ? ranks_.begin()->first : -1;
   for (auto& list : events_by_def_) {
     for (Event& ev : list) {
-      if (int r = to_int_or(ev.capture("rank"), -1); r >= 0) ev.rank = r;
+      if (int r = rank_or(ev.capture("rank"), -1); r >= 0) ev.rank = r;
       if (ev.rank < 0 && !ev.host.empty() && ev.pid >= 0) {
         auto it = nccl_rank.find({ev.host, ev.pid});
         if (it != nccl_rank.end()) ev.rank = it->second.first;
@@ -209,7 +255,7 @@ void Correlator::resolve_times_and_ranks() {
         }
       }
       if (ev.rank < 0) {
-        int lr = to_int_or(ev.capture("local_rank"), ev.local_rank);
+        int lr = rank_or(ev.capture("local_rank"), ev.local_rank);
         if (lr >= 0 && single_host) ev.rank = lr;
       }
       if (ev.rank < 0) {
@@ -230,6 +276,98 @@ void Correlator::resolve_times_and_ranks() {
   }
 }
 
+void Correlator::apply_tail_progress() {
+  if (tail_defs_.empty()) return;
+  LineAttributor attributor;
+  for (auto& [r, rs] : ranks_) {
+    // Newest first: the first line with a progress counter is the rank's last progress.
+    for (size_t k = 0; k < rs.tail.size(); ++k) {
+      const TailLine& t = rs.tail[(rs.tail_next + rs.tail.size() - 1 - k) % rs.tail.size()];
+      std::string_view body = attributor.attribute(t.text).body;
+      std::string step;
+      bool found = false;
+      for (size_t def : tail_defs_) {
+        const PatternDef& p = lib_.patterns[def];
+        auto it = std::find(p.capture_names.begin(), p.capture_names.end(), "step");
+        if (!p.re || it == p.capture_names.end()) continue;
+        size_t n = p.capture_names.size();
+        std::vector<re2::StringPiece> groups(n + 1);
+        re2::StringPiece text(body.data(), body.size());
+        if (!p.re->Match(text, 0, text.size(), RE2::UNANCHORED, groups.data(), static_cast<int>(n + 1))) continue;
+        const auto& g = groups[static_cast<size_t>(it - p.capture_names.begin()) + 1];
+        if (g.data()) {
+          step.assign(g.data(), g.size());
+          found = true;
+          break;
+        }
+      }
+      if (found) {
+        if (auto v = to_int(step)) {
+          rs.last_step = *v;
+          rs.last_progress = t.text;
+        }
+        break;
+      }
+    }
+  }
+}
+
+Diagnosis Correlator::snapshot() const {
+  Correlator copy(*this);
+  copy.rank_index_.clear();  // the copied index points into this object's map; rebuilt on demand
+  return copy.finish();
+}
+
+void Correlator::absorb(Correlator&& later, uint64_t line_offset) {
+  uint64_t order_offset = order_;
+  for (size_t def = 0; def < events_by_def_.size(); ++def) {
+    count_by_def_[def] += later.count_by_def_[def];
+    for (Event& ev : later.events_by_def_[def]) {
+      if (events_by_def_[def].size() >= kMaxEventsPerPattern) {
+        if (std::find(limits_.dropped.begin(), limits_.dropped.end(), lib_.patterns[def].name) == limits_.dropped.end())
+          limits_.dropped.push_back(lib_.patterns[def].name);
+        limits_.truncated = true;
+        break;
+      }
+      ev.line += line_offset;
+      ev.order += order_offset;
+      events_by_def_[def].push_back(std::move(ev));
+    }
+  }
+  for (auto& d : later.limits_.dropped)
+    if (std::find(limits_.dropped.begin(), limits_.dropped.end(), d) == limits_.dropped.end()) limits_.dropped.push_back(d);
+  limits_.truncated = limits_.truncated || later.limits_.truncated;
+  ranks_truncated_ = ranks_truncated_ || later.ranks_truncated_;
+  texts_cut_ += later.texts_cut_;
+  for (auto& [r, lrs] : later.ranks_) {
+    RankState* rs = rank_state(r);
+    if (!rs) continue;
+    rs->lines += lrs.lines;
+    if (rs->host.empty()) rs->host = lrs.host;
+    if (lrs.last_time.valid()) rs->last_time = lrs.last_time;
+    if (lrs.last_step >= 0) {
+      rs->last_step = lrs.last_step;
+      rs->last_step_order = lrs.last_step_order + order_offset;
+      rs->last_progress = lrs.last_progress;
+    }
+    // Append the later tail (oldest first) so the newest lines win.
+    for (size_t k = 0; k < lrs.tail.size(); ++k) {
+      TailLine t = lrs.tail[(lrs.tail_next + k) % lrs.tail.size()];
+      t.line_no += line_offset;
+      size_t cap = std::max<size_t>(rs->tail.size(), std::min(kTailLines, lrs.tail.size()));
+      if (rs->tail.size() < cap) {
+        rs->tail.push_back(std::move(t));
+        rs->tail_next = rs->tail.size() % cap;
+      } else {
+        rs->tail[rs->tail_next] = std::move(t);
+        rs->tail_next = (rs->tail_next + 1) % rs->tail.size();
+      }
+    }
+  }
+  if (!ref_year_) ref_year_ = later.ref_year_;
+  order_ += later.order_;
+}
+
 Diagnosis Correlator::finish() {
   Diagnosis d;
   d.inputs = inputs_;
@@ -238,10 +376,36 @@ Diagnosis Correlator::finish() {
     d.total_bytes += in.bytes;
   }
   resolve_times_and_ranks();
-  d.limits = limits_;
+  apply_tail_progress();
+  // Every bound that dropped stored detail is named in the output, never silent
+  // (docs/reliability.md); counts and line numbers stay exact past all of them.
+  d.limits.truncated = limits_.truncated;
+  for (const auto& name : limits_.dropped) {
+    auto def = lib_.find_pattern(name);
+    d.limits.dropped.push_back(fmt::format("events of pattern {} beyond the first {} ({} matched)", name,
+                                           kMaxEventsPerPattern, def ? count_by_def_[*def] : 0));
+  }
   if (ranks_truncated_) {
     d.limits.truncated = true;
-    d.limits.dropped.push_back(fmt::format("ranks beyond {}", kMaxRanks));
+    d.limits.dropped.push_back(
+        fmt::format("ranks beyond the first {}: their lines were read but not summarised per rank", kMaxRanks));
+  }
+  uint64_t long_lines = 0;
+  std::vector<std::string> long_files;
+  for (const auto& in : inputs_)
+    if (in.long_lines) {
+      long_lines += in.long_lines;
+      if (long_files.size() < 3) long_files.push_back(in.path);
+    }
+  if (long_lines) {
+    d.limits.truncated = true;
+    d.limits.dropped.push_back(fmt::format("{} line(s) longer than {} bytes (in {}{}): only their first {} bytes were matched",
+                                           long_lines, kMaxLineBytes, fmt::join(long_files, ", "),
+                                           long_files.size() < 3 ? "" : ", ...", kMaxLineBytes));
+  }
+  if (texts_cut_) {
+    d.limits.truncated = true;
+    d.limits.dropped.push_back(fmt::format("text of {} matched line(s) beyond {} bytes", texts_cut_, kMaxEventText));
   }
 
   // ---- evaluate every entry ----
@@ -299,7 +463,8 @@ Diagnosis Correlator::finish() {
       if (h.by_ref[r].empty()) continue;
       Role role = e.refs[r].role;
       if (role == Role::kCascade) cascade = true;
-      if (role == Role::kRoot || role == Role::kContext) ++extra;
+      bool penalizing = std::find(e.match.penalize.begin(), e.match.penalize.end(), r) != e.match.penalize.end();
+      if ((role == Role::kRoot || role == Role::kContext) && !penalizing) ++extra;
     }
     c += std::min(0.24, 0.08 * std::max(0, extra - 1));
     if (cascade && h.has_root) c += 0.05;
@@ -423,7 +588,7 @@ Diagnosis Correlator::finish() {
   for (const auto& [r, rs] : ranks_) world = std::max(world, r + 1);
   for (auto name : {"nccl_comm_init_rank", "nccl_init_start_rank"})
     if (auto def = lib_.find_pattern(name))
-      for (const Event& ev : events_by_def_[*def]) world = std::max(world, to_int_or(ev.capture("nranks"), 0));
+      for (const Event& ev : events_by_def_[*def]) world = std::max(world, world_or(ev.capture("nranks"), 0));
   for (int r : nccl.reporters) world = std::max(world, r + 1);
   std::vector<int> missing;
   if (nccl.reporters.size() >= 2 && world > 0) {
@@ -441,21 +606,21 @@ Diagnosis Correlator::finish() {
     for (const Event& h : events_by_def_[*hdr])
       for (const Event& r : events_by_def_[*rk])
         if (r.input == h.input && r.line > h.line && r.line <= h.line + 8 && !launcher_rank) {
-          launcher_rank = to_int_or(r.capture("rank"), -1);
+          launcher_rank = rank_or(r.capture("rank"), -1);
           launcher_name = "torchrun's \"Root Cause (first observed failure)\"";
         }
   }
   if (!launcher_rank)
     if (auto def = lib_.find_pattern("mpirun_noticed_rank"))
       for (const Event& ev : events_by_def_[*def])
-        if (int r = to_int_or(ev.capture("rank"), -1); r >= 0 && !launcher_rank) {
+        if (int r = rank_or(ev.capture("rank"), -1); r >= 0 && !launcher_rank) {
           launcher_rank = r;
           launcher_name = "mpirun's \"noticed that process rank\" line";
         }
   if (!launcher_rank)
     if (auto def = lib_.find_pattern("mpirun_first_failed"))
       for (const Event& ev : events_by_def_[*def])
-        if (int r = to_int_or(ev.capture("rank"), -1); r >= 0 && !launcher_rank) {
+        if (int r = rank_or(ev.capture("rank"), -1); r >= 0 && !launcher_rank) {
           launcher_rank = r;
           launcher_name = "mpirun's first failed process";
         }
@@ -463,7 +628,7 @@ Diagnosis Correlator::finish() {
   std::set<int> launcher_failed_ranks;  // every rank torchrun's summary lists as failed
   if (auto rk = lib_.find_pattern("elastic_root_cause_rank"))
     for (const Event& r : events_by_def_[*rk])
-      if (int v = to_int_or(r.capture("rank"), -1); v >= 0) launcher_failed_ranks.insert(v);
+      if (int v = rank_or(r.capture("rank"), -1); v >= 0) launcher_failed_ranks.insert(v);
 
   // ---- verdict ----
   if (all.empty()) {
@@ -594,17 +759,19 @@ Diagnosis Correlator::finish() {
                 break;
               }
         if (!dec.first_evidence) {
-          if (auto it = ranks_.find(suspect); it != ranks_.end() && !it->second.last_line.empty()) {
+          auto it = ranks_.find(suspect);
+          const TailLine* last = it != ranks_.end() ? it->second.newest() : nullptr;
+          if (last) {
             Evidence e;
             e.pattern = "last line of the rank";
             e.role = "context";
-            e.file = it->second.last_input < inputs_.size() ? inputs_[it->second.last_input].path : "";
-            e.line = it->second.last_line_no;
+            e.file = last->input < inputs_.size() ? inputs_[last->input].path : "";
+            e.line = last->line_no;
             e.rank = suspect;
             e.host = it->second.host;
             e.time = it->second.last_time.kind == Timestamp::kNoYear && ref_year_ ? with_year(it->second.last_time, ref_year_)
                                                                                   : it->second.last_time;
-            e.text = it->second.last_line;
+            e.text = last->text;
             dec.first_evidence = e;
           }
         }
@@ -633,6 +800,21 @@ Diagnosis Correlator::finish() {
         if (launcher_rank && *launcher_rank != suspects.front())
           dec.reason += fmt::format("; {} names rank {} (a weak verdict: it picks the earliest whole second)",
                                     launcher_name, *launcher_rank);
+      } else if (int ctx_rank = [&] {
+                   // The root line carries no rank, but the entry's own context lines name exactly one
+                   // (e.g. "current device: 0" next to an ECC error in a one-GPU server log).
+                   std::set<int> rs;
+                   for (size_t r = 0; r < top.entry->refs.size(); ++r)
+                     if (top.entry->refs[r].role == Role::kContext)
+                       for (const Event* ev : top.by_ref[r])
+                         if (ev->rank >= 0) rs.insert(ev->rank);
+                   return !roots.empty() && rs.size() == 1 ? *rs.begin() : -1;
+                 }();
+                 ctx_rank >= 0) {
+        dec.rank = ctx_rank;
+        dec.method = "root-event";
+        dec.confidence = 0.5;
+        dec.reason = fmt::format("the root line carries no rank; the entry's context lines name only rank {}", ctx_rank);
       } else if (launcher_rank && roots.size() >= 2 && launcher_failed_ranks.size() >= 2) {
         // Several processes printed the root error without a rank prefix and the launcher saw
         // several ranks fail: its "Root Cause" is just the lowest rank of a tie.
@@ -735,9 +917,11 @@ Diagnosis Correlator::finish() {
     s.rank = r;
     s.host = rs.host;
     s.lines = rs.lines;
-    s.last_line = rs.last_line;
-    s.last_file = rs.last_input < inputs_.size() ? inputs_[rs.last_input].path : "";
-    s.last_line_no = rs.last_line_no;
+    if (const TailLine* last = rs.newest()) {
+      s.last_line = last->text;
+      s.last_file = last->input < inputs_.size() ? inputs_[last->input].path : "";
+      s.last_line_no = last->line_no;
+    }
     s.last_time = rs.last_time.kind == Timestamp::kNoYear && ref_year_ ? with_year(rs.last_time, ref_year_) : rs.last_time;
     s.last_step = rs.last_step;
     s.last_progress = rs.last_progress;

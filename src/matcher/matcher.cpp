@@ -1,10 +1,6 @@
 #include "firstfault/matcher/matcher.h"
 
-#include <spdlog/spdlog.h>
-
 #include <algorithm>
-
-#include "firstfault/matcher/prefilter.h"
 
 namespace firstfault {
 
@@ -12,30 +8,62 @@ Matcher::Matcher(const Library& lib) : lib_(lib) {}
 Matcher::~Matcher() = default;
 
 Status Matcher::compile(bool use_prefilter) {
+  std::vector<bool> referenced(lib_.patterns.size(), false);
+  for (const Entry& e : lib_.entries)
+    for (const PatternRef& r : e.refs) referenced[r.def] = true;
+  line_defs_.clear();
+  tail_defs_.clear();
+  for (size_t i = 0; i < lib_.patterns.size(); ++i) {
+    if (!referenced[i] && lib_.patterns[i].name.rfind("progress_", 0) == 0) tail_defs_.push_back(i);
+    else line_defs_.push_back(i);
+  }
   RE2::Options opt;
   opt.set_log_errors(false);
   opt.set_max_mem(256 << 20);  // the set's DFA grows with the library; the default 8 MiB is too small
   set_ = std::make_unique<RE2::Set>(opt, RE2::UNANCHORED);
-  for (size_t i = 0; i < lib_.patterns.size(); ++i) {
+  for (size_t def : line_defs_) {
     std::string err;
-    int idx = set_->Add(lib_.patterns[i].regex, &err);
-    if (idx < 0) return Error{"pattern '" + lib_.patterns[i].name + "': " + err};
+    if (set_->Add(lib_.patterns[def].regex, &err) < 0) return Error{"pattern '" + lib_.patterns[def].name + "': " + err};
   }
   if (!set_->Compile()) return Error{"RE2 could not compile the pattern set (out of memory)"};
-  if (use_prefilter) prefilter_ = Prefilter::build(lib_);
+  use_prefilter_ = use_prefilter;
   return Status::Ok();
+}
+
+const Prefilter* Matcher::prefilter() const {
+  if (!use_prefilter_) return nullptr;
+  std::call_once(prefilter_once_, [this] {
+    std::vector<const PatternDef*> defs;
+    for (size_t def : line_defs_) defs.push_back(&lib_.patterns[def]);
+    prefilter_ = Prefilter::build(defs);
+  });
+  return prefilter_.get();
 }
 
 void Matcher::match(std::string_view body, std::vector<int>& hits) const {
   hits.clear();
   RE2::Set::ErrorInfo info{};
   re2::StringPiece text(body.data(), body.size());
-  if (!set_->Match(text, &hits, &info) && info.kind != RE2::Set::kNoError) {
+  std::vector<int> set_hits;
+  if (!set_->Match(text, &set_hits, &info) && info.kind != RE2::Set::kNoError) {
     // The set's DFA ran out of memory on this input: fall back to one regex at a time, so a
     // pathological line costs time, never a missed match.
-    hits.clear();
-    for (size_t i = 0; i < lib_.patterns.size(); ++i)
-      if (lib_.patterns[i].re && RE2::PartialMatch(text, *lib_.patterns[i].re)) hits.push_back(static_cast<int>(i));
+    set_hits.clear();
+    for (size_t i = 0; i < line_defs_.size(); ++i)
+      if (lib_.patterns[line_defs_[i]].re && RE2::PartialMatch(text, *lib_.patterns[line_defs_[i]].re))
+        set_hits.push_back(static_cast<int>(i));
+  }
+  for (int i : set_hits) hits.push_back(static_cast<int>(line_defs_[static_cast<size_t>(i)]));
+  std::sort(hits.begin(), hits.end());
+}
+
+void Matcher::match_potentials(std::string_view body, const int* potentials, size_t count, std::vector<int>& hits) const {
+  hits.clear();
+  re2::StringPiece text(body.data(), body.size());
+  for (size_t k = 0; k < count; ++k) {
+    size_t def = line_defs_[static_cast<size_t>(potentials[k])];
+    const PatternDef& p = lib_.patterns[def];
+    if (p.re && RE2::PartialMatch(text, *p.re)) hits.push_back(static_cast<int>(def));
   }
   std::sort(hits.begin(), hits.end());
 }
@@ -53,11 +81,6 @@ Captures Matcher::extract(size_t def, std::string_view body) const {
     out.emplace_back(p.capture_names[i], std::string(groups[i + 1].data(), groups[i + 1].size()));
   }
   return out;
-}
-
-void Matcher::candidate_offsets(std::string_view block, std::vector<size_t>& out) const {
-  out.clear();
-  prefilter_->scan(block, out);
 }
 
 }  // namespace firstfault

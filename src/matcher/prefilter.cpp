@@ -1,8 +1,296 @@
 #include "firstfault/matcher/prefilter.h"
 
+#include <spdlog/spdlog.h>
+
+#include <algorithm>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <string>
+
+#ifdef FIRSTFAULT_HAVE_HYPERSCAN
+#include <hs/hs.h>
+#endif
+
 namespace firstfault {
 
-// Placeholder until the Hyperscan prefilter lands: without it every line is matched by RE2.
-std::unique_ptr<Prefilter> Prefilter::build(const Library&) { return nullptr; }
+// Rewrites an RE2 pattern into one that matches, on raw bytes, every line the RE2 pattern
+// matches on the line's body:
+// - anchors go (the body starts after prefixes the raw line still has);
+// - a token that can match one multi-byte UTF-8 character (., [^...], \S, \W, \D, \p..) may
+//   cover several bytes, so a bounded count on it becomes unbounded and a single one becomes "+";
+// - named groups become plain groups and lazy quantifiers greedy (Hyperscan has neither).
+std::string relax_for_bytes(const std::string& re) {
+  std::string out;
+  size_t i = 0;
+  const size_t n = re.size();
+  auto quantifier_at = [&](size_t j) { return j < n && (re[j] == '*' || re[j] == '+' || re[j] == '?' || re[j] == '{'); };
+  // After a wide token: replace a following quantifier by an unbounded one, or add "+".
+  auto widen = [&]() {
+    if (!quantifier_at(i)) {
+      out += '+';
+      return;
+    }
+    if (re[i] == '{') {
+      size_t close = re.find('}', i);
+      if (close == std::string::npos) return;
+      bool from_zero = re[i + 1] == '0';
+      out += from_zero ? "*" : "+";
+      i = close + 1;
+    } else {
+      out += re[i] == '+' ? "+" : "*";
+      ++i;
+    }
+    if (i < n && re[i] == '?') ++i;
+  };
+  while (i < n) {
+    char c = re[i];
+    if (c == '\\' && i + 1 < n) {
+      char e = re[i + 1];
+      if (e == 'A' || e == 'z' || e == 'Z') {
+        i += 2;
+        continue;
+      }
+      size_t len = 2;
+      if ((e == 'p' || e == 'P') && i + 2 < n && re[i + 2] == '{') len = re.find('}', i) - i + 1;
+      out.append(re, i, len);
+      i += len;
+      if (e == 'S' || e == 'W' || e == 'D' || e == 'p' || e == 'P') widen();
+      continue;
+    }
+    if (c == '[') {
+      size_t j = i + 1;
+      bool negated = j < n && re[j] == '^';
+      if (negated) ++j;
+      if (j < n && re[j] == ']') ++j;
+      while (j < n && re[j] != ']') {
+        if (re[j] == '\\') ++j;
+        else if (re[j] == '[' && j + 1 < n && re[j + 1] == ':') {
+          size_t k = re.find(":]", j + 2);
+          if (k != std::string::npos) j = k + 1;
+        }
+        ++j;
+      }
+      out.append(re, i, j + 1 - i);
+      i = j + 1;
+      if (negated) widen();
+      continue;
+    }
+    if (c == '.') {
+      out += '.';
+      ++i;
+      widen();
+      continue;
+    }
+    if (c == '^' || c == '$') {
+      ++i;
+      continue;
+    }
+    if (c == '(' && re.compare(i, 3, "(?P") == 0) {
+      size_t close = re.find('>', i);
+      if (close != std::string::npos) {
+        out += "(?:";
+        i = close + 1;
+        continue;
+      }
+    }
+    out += c;
+    ++i;
+    if ((c == '*' || c == '+' || c == '?' || c == '}') && i < n && re[i] == '?') ++i;  // lazy -> greedy
+  }
+  return out;
+}
+
+#ifdef FIRSTFAULT_HAVE_HYPERSCAN
+namespace {
+
+// FNV-1a over the rewritten patterns and the Hyperscan version: the cache key.
+std::string cache_key(const std::vector<std::string>& regexes) {
+  uint64_t h = 1469598103934665603ull;
+  auto mix = [&](std::string_view s) {
+    for (unsigned char c : s) h = (h ^ c) * 1099511628211ull;
+    h = (h ^ 0xff) * 1099511628211ull;
+  };
+  mix(hs_version());
+  for (const auto& r : regexes) mix(r);
+  char buf[17];
+  std::snprintf(buf, sizeof buf, "%016llx", static_cast<unsigned long long>(h));
+  return buf;
+}
+
+std::filesystem::path cache_dir() {
+  if (const char* d = std::getenv("FIRSTFAULT_CACHE_DIR"); d && *d) return d;
+  if (const char* x = std::getenv("XDG_CACHE_HOME"); x && *x) return std::filesystem::path(x) / "firstfault";
+  if (const char* home = std::getenv("HOME"); home && *home) return std::filesystem::path(home) / ".cache" / "firstfault";
+  return {};
+}
+
+class HyperscanPrefilter : public Prefilter {
+ public:
+  ~HyperscanPrefilter() override {
+    if (db_) hs_free_database(db_);
+    if (proto_scratch_) hs_free_scratch(proto_scratch_);
+  }
+
+  static std::unique_ptr<Prefilter> make(const std::vector<const PatternDef*>& patterns) {
+    auto p = std::unique_ptr<HyperscanPrefilter>(new HyperscanPrefilter());
+    p->count_ = static_cast<int>(patterns.size());
+    std::vector<std::string> relaxed;
+    for (const PatternDef* d : patterns) relaxed.push_back(relax_for_bytes(d->regex));
+    // Compiling ~650 patterns takes about a second; the serialized database is cached on disk.
+    std::filesystem::path dir = cache_dir();
+    std::filesystem::path file = dir.empty() ? "" : dir / ("prefilter-" + cache_key(relaxed) + ".hsdb");
+    if (!file.empty()) {
+      std::ifstream in(file, std::ios::binary);
+      if (in) {
+        std::stringstream ss;
+        ss << in.rdbuf();
+        std::string bytes = ss.str();
+        if (hs_deserialize_database(bytes.data(), bytes.size(), &p->db_) != HS_SUCCESS) p->db_ = nullptr;
+      }
+    }
+    if (!p->db_) {
+      std::vector<const char*> ptrs;
+      std::vector<unsigned> flags, ids;
+      for (size_t i = 0; i < relaxed.size(); ++i) {
+        ptrs.push_back(relaxed[i].c_str());
+        flags.push_back(HS_FLAG_PREFILTER | HS_FLAG_ALLOWEMPTY);
+        ids.push_back(static_cast<unsigned>(i));
+      }
+      hs_compile_error_t* err = nullptr;
+      if (hs_compile_multi(ptrs.data(), flags.data(), ids.data(), static_cast<unsigned>(ptrs.size()), HS_MODE_BLOCK,
+                           nullptr, &p->db_, &err) != HS_SUCCESS) {
+        spdlog::debug("prefilter disabled: hyperscan: {}", err ? err->message : "?");
+        if (err) hs_free_compile_error(err);
+        return nullptr;
+      }
+      if (!file.empty()) {
+        char* bytes = nullptr;
+        size_t len = 0;
+        std::error_code ec;
+        std::filesystem::create_directories(dir, ec);
+        if (!ec && hs_serialize_database(p->db_, &bytes, &len) == HS_SUCCESS) {
+          std::filesystem::path tmp = file;
+          tmp += ".tmp" + std::to_string(::getpid());
+          std::ofstream(tmp, std::ios::binary).write(bytes, static_cast<std::streamsize>(len));
+          std::filesystem::rename(tmp, file, ec);  // atomic: concurrent runs never see half a file
+          std::free(bytes);
+        }
+      }
+    }
+    if (hs_alloc_scratch(p->db_, &p->proto_scratch_) != HS_SUCCESS) return nullptr;
+    return p;
+  }
+
+  void scan(std::string_view block, Candidates& out) const override {
+    // Hyperscan scratch space is per thread; clone the prototype once per thread.
+    thread_local hs_scratch_t* scratch = nullptr;
+    thread_local const HyperscanPrefilter* owner = nullptr;
+    if (owner != this) {
+      if (scratch) hs_free_scratch(scratch);
+      scratch = nullptr;
+      if (hs_clone_scratch(proto_scratch_, &scratch) != HS_SUCCESS) scratch = nullptr;
+      owner = this;
+    }
+    thread_local std::vector<int> pats;
+    pats.clear();
+    State st{block, &out, std::string_view::npos, 0, pats};
+    if (!scratch || block.size() > 0xffffffffu ||
+        hs_scan(db_, block.data(), static_cast<unsigned>(block.size()), 0, scratch, on_match, &st) != HS_SUCCESS) {
+      // Should not happen; fall back to "every line is a candidate for every pattern".
+      out.clear();
+      for (int i = 0; i < count_; ++i) out.patterns.push_back(i);
+      size_t start = 0;
+      while (start < block.size()) {
+        out.lines.push_back({start, 0, static_cast<uint32_t>(count_)});
+        size_t nl = block.find('\n', start);
+        if (nl == std::string_view::npos) break;
+        start = nl + 1;
+      }
+      return;
+    }
+    st.flush();
+    // Matches arrive in end-offset order; should one not, restore line order and merge.
+    auto by_start = [](const Candidate& a, const Candidate& b) { return a.line_start < b.line_start; };
+    if (!std::is_sorted(out.lines.begin(), out.lines.end(), by_start)) {
+      std::stable_sort(out.lines.begin(), out.lines.end(), by_start);
+      Candidates merged;
+      for (size_t i = 0; i < out.lines.size();) {
+        size_t j = i;
+        std::vector<int> all;
+        while (j < out.lines.size() && out.lines[j].line_start == out.lines[i].line_start) {
+          const Candidate& c = out.lines[j++];
+          all.insert(all.end(), out.patterns.begin() + c.first, out.patterns.begin() + c.first + c.count);
+        }
+        std::sort(all.begin(), all.end());
+        all.erase(std::unique(all.begin(), all.end()), all.end());
+        merged.lines.push_back({out.lines[i].line_start, static_cast<uint32_t>(merged.patterns.size()),
+                                static_cast<uint32_t>(all.size())});
+        merged.patterns.insert(merged.patterns.end(), all.begin(), all.end());
+        i = j;
+      }
+      out.lines.swap(merged.lines);
+      out.patterns.swap(merged.patterns);
+    }
+  }
+
+ private:
+  HyperscanPrefilter() = default;
+
+  struct State {
+    std::string_view block;
+    Candidates* out;
+    size_t line_start;  // npos: no current line
+    size_t line_end;
+    std::vector<int>& pats;
+
+    void flush() {
+      if (line_start == std::string_view::npos) return;
+      std::sort(pats.begin(), pats.end());
+      pats.erase(std::unique(pats.begin(), pats.end()), pats.end());
+      out->lines.push_back({line_start, static_cast<uint32_t>(out->patterns.size()), static_cast<uint32_t>(pats.size())});
+      out->patterns.insert(out->patterns.end(), pats.begin(), pats.end());
+      pats.clear();
+      line_start = std::string_view::npos;
+    }
+  };
+
+  static int on_match(unsigned id, unsigned long long, unsigned long long to, unsigned, void* ctx) {
+    auto* st = static_cast<State*>(ctx);
+    size_t end = static_cast<size_t>(to);  // one past the match's last byte
+    if (st->line_start != std::string_view::npos && end <= st->line_end + 1 && end > st->line_start) {
+      if (st->pats.empty() || st->pats.back() != static_cast<int>(id)) st->pats.push_back(static_cast<int>(id));
+      return 0;
+    }
+    st->flush();
+    // The line holding the match's last byte (patterns never span lines: RE2 sees one line).
+    size_t last = end == 0 ? 0 : end - 1;
+    const char* base = st->block.data();
+    const void* prev = last == 0 ? nullptr : memrchr(base, '\n', last);
+    st->line_start = prev ? static_cast<size_t>(static_cast<const char*>(prev) - base) + 1 : 0;
+    const void* next = std::memchr(base + last, '\n', st->block.size() - last);
+    st->line_end = next ? static_cast<size_t>(static_cast<const char*>(next) - base) : st->block.size();
+    st->pats.push_back(static_cast<int>(id));
+    return 0;
+  }
+
+  int count_ = 0;
+  hs_database_t* db_ = nullptr;
+  hs_scratch_t* proto_scratch_ = nullptr;
+};
+
+}  // namespace
+
+std::unique_ptr<Prefilter> Prefilter::build(const std::vector<const PatternDef*>& patterns) {
+  return HyperscanPrefilter::make(patterns);
+}
+
+#else
+
+std::unique_ptr<Prefilter> Prefilter::build(const std::vector<const PatternDef*>&) { return nullptr; }
+
+#endif
 
 }  // namespace firstfault

@@ -1,6 +1,7 @@
 #include <fmt/format.h>
 
 #include "firstfault/render/render.h"
+#include "firstfault/util/safe_text.h"
 #include "firstfault/util/strings.h"
 
 namespace firstfault {
@@ -14,8 +15,8 @@ struct Paint {
   }
 };
 
-// Log text is untrusted: never let it drive the terminal.
-std::string safe(const std::string& s) { return strip_control(sanitize_utf8(s)); }
+// Log text is untrusted: never let it drive the terminal or a CI runner reading this output.
+std::string safe(const std::string& s) { return safe_line(s); }
 
 // Re-flows text: lines of one paragraph (YAML block scalars break them anywhere) are joined,
 // blank lines separate paragraphs, and list items ("- ", "1. ") start a new paragraph.
@@ -81,6 +82,8 @@ std::string render_text(const Diagnosis& d, const Library& lib, const TextStyle&
       out += "No failure found: no error line and no known failure signature in the input.\n";
     }
     out += fmt::format("Read {} line(s), {} byte(s) from {} input(s).\n", d.total_lines, d.total_bytes, d.inputs.size());
+    if (d.limits.truncated)  // a bound is never silent, whatever the verdict
+      out += fmt::format("Note: some detail was dropped at a bound: {}\n", safe(fmt::format("{}", fmt::join(d.limits.dropped, "; "))));
     return out;
   }
   const Entry& e = *d.entry;
@@ -131,7 +134,7 @@ std::string render_text(const Diagnosis& d, const Library& lib, const TextStyle&
       out += fmt::format("  rank {:>4} {:<10} {}\n", rk.rank, rk.role, safe(truncate_utf8(rk.last_line, 160)));
   }
   if (d.limits.truncated)
-    out += fmt::format("\nNote: some detail was dropped at a bound: {}\n", fmt::join(d.limits.dropped, "; "));
+    out += fmt::format("\nNote: some detail was dropped at a bound: {}\n", safe(fmt::format("{}", fmt::join(d.limits.dropped, "; "))));
   return out;
 }
 

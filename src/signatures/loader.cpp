@@ -6,6 +6,7 @@
 #include <filesystem>
 #include <fmt/format.h>
 #include <fstream>
+#include <map>
 #include <set>
 #include <sstream>
 
@@ -39,6 +40,12 @@ std::optional<size_t> Library::find_pattern(const std::string& name) const {
   auto it = pattern_index.find(name);
   if (it == pattern_index.end()) return std::nullopt;
   return it->second;
+}
+
+std::string Override::format() const {
+  std::string what = kind == "file" ? "file" : fmt::format("{} '{}'", kind, name);
+  return fmt::format("{}:{}:{}: note: {} overrides the built-in one ({})", loc.file, std::max(loc.line, 1), std::max(loc.col, 1),
+                     what, builtin_file);
 }
 
 std::string LoadProblem::format() const {
@@ -204,7 +211,14 @@ struct PendingEntry {
   YAML::Node node;  // kept for second-pass (cross-reference) errors
   std::string file;
   std::vector<std::pair<YAML::Node, PatternDef>> local_defs;
-  std::vector<std::pair<YAML::Node, std::string>> uses;  // (node, shared name) per ref, in ref order; empty name = local
+  // Per ref, in ref order: a shared pattern by name, or the next of `local_defs`. The flag, not
+  // an empty name, says which: `use:` with an empty value is an error, never a local pattern.
+  struct Use {
+    YAML::Node node;
+    std::string shared;
+    bool local = false;
+  };
+  std::vector<Use> uses;
   bool builtin = false;
 };
 
@@ -343,7 +357,7 @@ Library load_sources(const std::vector<SourceFile>& sources, std::vector<LoadPro
           fc.only_keys(p, {"use", "role", "name"}, "a pattern reference");
           std::string use = fc.scalar(p, "use", true);
           ref.name = p["name"] ? fc.scalar(p, "name", true) : use;
-          pe.uses.push_back({p, use});
+          pe.uses.push_back({p, use, false});
         } else {
           fc.only_keys(p, {"name", "role", "regex", "description", "positive", "negative"}, "a pattern");
           ref.name = fc.scalar(p, "name", true);
@@ -351,7 +365,7 @@ Library load_sources(const std::vector<SourceFile>& sources, std::vector<LoadPro
           PatternDef def;
           parse_pattern_def(fc, p, e.id + "/" + ref.name, def, options);
           pe.local_defs.push_back({p, std::move(def)});
-          pe.uses.push_back({p, ""});
+          pe.uses.push_back({p, "", true});
         }
         if (!ref.name.empty() && !names.insert(ref.name).second)
           fc.error(p, fmt::format("pattern name '{}' used twice in this entry", ref.name));
@@ -406,6 +420,7 @@ Library load_sources(const std::vector<SourceFile>& sources, std::vector<LoadPro
         continue;
       }
       keep_shared[it->second.first] = false;  // override
+      lib.overrides.push_back({"shared pattern", s.def.name, s.def.loc, shared[it->second.first].def.loc.file});
     }
     seen_shared[s.def.name] = {i, s.builtin};
   }
@@ -431,7 +446,8 @@ Library load_sources(const std::vector<SourceFile>& sources, std::vector<LoadPro
         keep[i] = false;
         continue;
       }
-      keep[it->second.first] = false;
+      keep[it->second.first] = false;  // override
+      lib.overrides.push_back({"entry", id, pending[i].entry.loc, pending[it->second.first].file});
     }
     seen_ids[id] = {i, pending[i].builtin};
   }
@@ -443,13 +459,13 @@ Library load_sources(const std::vector<SourceFile>& sources, std::vector<LoadPro
     FileChecker fc(pe.file, problems);
     size_t local = 0;
     for (size_t r = 0; r < e.refs.size() && r < pe.uses.size(); ++r) {
-      const auto& [node, use] = pe.uses[r];
-      if (use.empty()) {
+      const auto& [node, use, is_local] = pe.uses[r];
+      if (is_local) {
         PatternDef& def = pe.local_defs[local++].second;
         lib.pattern_index[def.name] = lib.patterns.size();
         e.refs[r].def = lib.patterns.size();
         lib.patterns.push_back(std::move(def));
-      } else {
+      } else if (!use.empty()) {  // empty: already reported as "'use' must not be empty"
         auto idx = lib.find_pattern(use);
         if (!idx) fc.error(node["use"], fmt::format("unknown shared pattern '{}'", use));
         else e.refs[r].def = *idx;
@@ -552,19 +568,42 @@ Library load_library(const std::vector<std::string>& extra_dirs, std::vector<Loa
   // A file under an extra directory with the same relative path as a built-in file replaces
   // it whole (so `check signatures/` validates the working copy, not the embedded copy too).
   std::vector<SourceFile> extra;
-  std::set<std::string> replaced;
+  std::map<std::string, size_t> replaced;  // built-in path -> index in `extra`
   for (const auto& d : extra_dirs) {
     size_t before = extra.size();
     collect_yaml_files(d, extra, problems);
     for (size_t i = before; i < extra.size(); ++i)
-      replaced.insert("signatures/" + fs::relative(extra[i].path, d).generic_string());
+      replaced["signatures/" + fs::relative(extra[i].path, d).generic_string()] = i;
   }
   std::vector<SourceFile> sources;
+  std::vector<std::pair<std::string, std::string>> changed;  // (replacement path, built-in path)
   if (include_builtin)
-    for (auto& b : builtin_sources())
-      if (!replaced.count(b.path)) sources.push_back(std::move(b));
+    for (auto& b : builtin_sources()) {
+      auto it = replaced.find(b.path);
+      if (it == replaced.end()) sources.push_back(std::move(b));
+      else if (extra[it->second].text != b.text) changed.push_back({extra[it->second].path, b.path});
+      // An identical copy (the working tree's own signatures/) replaces nothing worth a note.
+    }
   for (auto& x : extra) sources.push_back(std::move(x));
-  return load_sources(sources, problems, options);
+  Library lib = load_sources(sources, problems, options);
+  // A replaced file is announced per entry it defines, or as a file (shared patterns).
+  std::vector<Override> notes;
+  for (const auto& [path, builtin] : changed) {
+    size_t before = notes.size();
+    for (const Entry& e : lib.entries)
+      if (e.loc.file == path) notes.push_back({"entry", e.id, e.loc, builtin});
+    if (notes.size() == before) {
+      Override ov;
+      ov.kind = "file";
+      ov.name = builtin;
+      ov.loc.file = path;
+      ov.loc.line = ov.loc.col = 1;
+      ov.builtin_file = builtin;
+      notes.push_back(std::move(ov));
+    }
+  }
+  lib.overrides.insert(lib.overrides.begin(), notes.begin(), notes.end());
+  return lib;
 }
 
 }  // namespace firstfault

@@ -34,9 +34,13 @@ size_t utf8_seq_len(std::string_view s, size_t i) {
 }  // namespace
 
 std::string sanitize_utf8(std::string_view s) {
+  // ASCII prefix in one copy: most log text never reaches the slow path below.
+  size_t i = 0;
+  while (i < s.size() && static_cast<unsigned char>(s[i]) < 0x80) ++i;
   std::string out;
   out.reserve(s.size());
-  for (size_t i = 0; i < s.size();) {
+  out.append(s.data(), i);
+  while (i < s.size()) {
     size_t n = utf8_seq_len(s, i);
     if (n == 0) {
       out += "\xEF\xBF\xBD";

@@ -65,10 +65,16 @@ struct Writer {
     int64_t ms = t(r, step * 1000 + r % 97);
     say(r, fmt::format("{} - train - INFO - step {} loss {:.4f} lr 3.0e-04 tokens/s {}", Clock::python(ms), step,
                        2.5 - step * 0.001, 41000 + r));
+    // Healthy chatter of a training job, in several real formats (HF Trainer dicts, Megatron
+    // iteration lines, DeepSpeed logger, tqdm bars, Python logging).
     for (int k = 0; k < spec.noise_lines; ++k) {
-      if (k % 3 == 0) say(r, fmt::format("{} INFO Channel {:02}/02 :    0   1   2   3   4   5   6   7", nccl(r), k % 2));
-      else if (k % 3 == 1) say(r, fmt::format("{} - train - INFO - grad_norm {:.3f} mfu 0.41 mem 61.2GB", Clock::python(ms), 0.5 + k * 0.01));
-      else say(r, fmt::format("Epoch 0:  {}%|███▍      | {}/5000 [12:03<31:55,  2.63it/s, loss={:.3f}]", step % 100, step, 2.5 - step * 0.001));
+      switch (k % 5) {
+        case 0: say(r, fmt::format("{{'loss': {:.4f}, 'grad_norm': {:.3f}, 'learning_rate': 2.9e-05, 'epoch': {:.2f}}}", 2.5 - step * 0.001, 0.5 + k * 0.01, step / 1000.0)); break;
+        case 1: say(r, fmt::format(" [2026-11-27 13:{:02}:{:02}] iteration {:8}/  500000 | consumed samples: {:12} | elapsed time per iteration (ms): 1184.2 | learning rate: 2.999E-04 | global batch size:  1024 | lm loss: {:.6E} | loss scale: 1.0 | grad norm: 0.812 | number of skipped iterations:   0 | number of nan iterations:   0 |", step / 60 % 60, step % 60, step, step * 1024, 2.5 - step * 0.001)); break;
+        case 2: say(r, fmt::format("[2026-11-27 13:{:02}:{:02},{:03}] [INFO] [logging.py:128:log_dist] [Rank {}] step={}, skipped=0, lr=[2.9e-05], mom=[(0.9, 0.95)]", step / 60 % 60, step % 60, k, r, step)); break;
+        case 3: say(r, fmt::format("Epoch 0:  {:2}%|███▍      | {}/5000 [12:03<31:55,  2.63it/s, loss={:.3f}, v_num=0]", step * 100 / 5000, step, 2.5 - step * 0.001)); break;
+        default: say(r, fmt::format("{} - data - INFO - prefetch queue depth 8, tokens/s {}, mfu 0.41, mem 61.2GB", Clock::python(ms), 41000 + k)); break;
+      }
     }
   }
   void timeout(int r, int64_t seq, const char* op, int64_t enqueued, int64_t at_ms) {

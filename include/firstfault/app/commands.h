@@ -22,10 +22,12 @@ struct CommonOptions {
 struct DiagnoseOptions {
   CommonOptions common;
   std::vector<std::string> paths;  // empty or "-" = stdin
-  std::string format = "text";     // text | json
+  std::string format = "text";     // text | json | github | markdown | sarif | gitlab | junit
   std::string color = "auto";      // auto | always | never
   std::string rank_from;
   bool verbose = false;
+  std::string fail_on = "unrecognized";  // --fail-on: none | unrecognized | any | SEVERITY (app/exit_policy.h)
+  std::optional<bool> redact;            // --redact / --no-redact; unset: the format's default (util/redact.h)
 };
 
 struct CheckOptions {

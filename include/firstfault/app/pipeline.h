@@ -13,6 +13,7 @@ namespace firstfault {
 
 struct AnalyzeOptions {
   std::string rank_from;  // --rank-from REGEX: rank from the file path
+  unsigned threads = 0;   // threads for one large plain file (0: all cores)
 };
 
 struct JobResult {

@@ -11,6 +11,14 @@
 
 namespace firstfault {
 
+// Largest number read as a rank (docs/reliability.md). A bigger "rank" is garbage or a counter,
+// not a process: it is treated as no rank, so rank arithmetic (world size, the ranks missing
+// from a timeout) stays bounded whatever a line claims.
+inline constexpr int kMaxRankNumber = (1 << 20) - 1;
+
+// `v` as a rank, or -1 when it cannot be one.
+inline int rank_or_none(int64_t v) { return v >= 0 && v <= kMaxRankNumber ? static_cast<int>(v) : -1; }
+
 struct Attribution {
   int rank = -1;              // global rank, -1 unknown
   int local_rank = -1;        // local rank (torchrun [default3]:), -1 unknown

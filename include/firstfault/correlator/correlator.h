@@ -4,6 +4,7 @@
 // See docs/initiating-rank.md for the evidence ladder.
 #include <cstdint>
 #include <map>
+#include <memory>
 #include <string>
 #include <string_view>
 #include <unordered_map>
@@ -42,26 +43,51 @@ struct Event {
 
 class Correlator {
  public:
-  explicit Correlator(const Library& lib);
+  // `tail_patterns` are progress patterns applied to each rank's last lines at the end
+  // (Matcher::tail_patterns()).
+  explicit Correlator(const Library& lib, std::vector<size_t> tail_patterns = {});
 
   // Called for every line (after attribution) to keep the per-rank timeline.
   void observe_line(const Attribution& a, std::string_view line, uint32_t input, uint64_t line_no);
   void add_event(Event ev);
+  // Whether another event of `def` would be stored; when not, count_event() keeps the count
+  // exact without building the event.
+  bool wants_event(size_t def) const { return events_by_def_[def].size() < kMaxEventsPerPattern || def_has_step_[def]; }
+  void count_event(size_t def);
   void set_inputs(std::vector<InputSummary> inputs) { inputs_ = std::move(inputs); }
+
+  // Appends the state of a correlator that read the *following* part of the same input
+  // (parallel reading of one large file); its line numbers are shifted by `line_offset`.
+  void absorb(Correlator&& later, uint64_t line_offset);
 
   Diagnosis finish();
 
+  // The diagnosis of everything seen so far, leaving this correlator untouched so more lines can
+  // follow (`watch`). finish() resolves ranks in place, so this runs it on a copy.
+  Diagnosis snapshot() const;
+
  private:
+  // A rank's last few lines, newest last: where the progress patterns look at the end.
+  static constexpr size_t kTailLines = 16;
+  static constexpr size_t kTailLineBytes = 256;
+  struct TailLine {
+    std::string text;
+    uint32_t input = 0;
+    uint64_t line_no = 0;
+  };
   struct RankState {
     std::string host;
     uint64_t lines = 0;
     Timestamp last_time;
-    std::string last_line;
-    uint32_t last_input = 0;
-    uint64_t last_line_no = 0;
-    uint64_t last_order = 0;
-    int64_t last_step = -1;
+    std::vector<TailLine> tail;  // ring buffer of up to kTailLines
+    size_t tail_next = 0;        // ring position of the next write
+    int64_t last_step = -1;      // from events with a `step` capture
+    uint64_t last_step_order = 0;
     std::string last_progress;
+    const TailLine* newest() const {
+      if (tail.empty()) return nullptr;
+      return &tail[(tail_next + tail.size() - 1) % tail.size()];
+    }
   };
 
   struct Hits;  // per-entry evaluation (defined in the .cpp)
@@ -75,13 +101,18 @@ class Correlator {
   const Library& lib_;
   std::vector<std::vector<Event>> events_by_def_;
   std::vector<uint64_t> count_by_def_;
-  std::vector<bool> referenced_;  // pattern used by at least one entry
+  std::vector<bool> referenced_;    // pattern used by at least one entry
+  std::vector<bool> def_has_step_;  // pattern captures `step` (progress must stay current)
   std::map<int, RankState> ranks_;
+  std::vector<RankState*> rank_index_;  // O(1) lookup on the hot path (map nodes are stable)
+  std::vector<size_t> tail_defs_;
+  void apply_tail_progress();
   std::vector<InputSummary> inputs_;
   uint64_t order_ = 0;
   int ref_year_ = 0;
   Limits limits_;
   bool ranks_truncated_ = false;
+  uint64_t texts_cut_ = 0;  // matched lines whose stored text hit kMaxEventText
 };
 
 }  // namespace firstfault

@@ -1,23 +1,24 @@
 #pragma once
 // Stage 4 (matcher): every pattern of the library in one RE2::Set; the individual RE2 runs only
-// for the patterns that hit, to extract captures. A literal prefilter (Hyperscan, when built
-// with it) rejects whole stretches of text that cannot match before RE2 sees a line.
+// for the patterns that hit, to extract captures. A literal prefilter (Hyperscan + RE2's
+// FilteredRE2 atoms, when built with Hyperscan) rejects the lines that cannot match before RE2
+// sees them, and names the few patterns a surviving line can match.
 #include <re2/set.h>
 
 #include <memory>
+#include <mutex>
 #include <string>
 #include <string_view>
 #include <utility>
 #include <vector>
 
+#include "firstfault/matcher/prefilter.h"
 #include "firstfault/signatures/library.h"
 #include "firstfault/util/result.h"
 
 namespace firstfault {
 
 using Captures = std::vector<std::pair<std::string, std::string>>;
-
-class Prefilter;
 
 class Matcher {
  public:
@@ -30,44 +31,32 @@ class Matcher {
   // build the set at all; an out-of-memory DFA at match time falls back to one regex at a time.
   Status compile(bool use_prefilter);
 
-  // Indices (into Library::patterns) of every pattern matching `body`, ascending.
+  // Indices (into Library::patterns) of every line-matched pattern matching `body`, ascending.
   void match(std::string_view body, std::vector<int>& hits) const;
+  // The same, but only trying `potentials` (indices into line_patterns(), from the prefilter).
+  void match_potentials(std::string_view body, const int* potentials, size_t count, std::vector<int>& hits) const;
 
-  // Named captures of pattern `def` on `body` (empty values for groups that did not take part).
+  // Named captures of pattern `def` on `body` (groups that did not take part are left out).
   Captures extract(size_t def, std::string_view body) const;
 
-  // For a block of lines: calls on_candidate(line_start_offset) for each line that may match;
-  // lines not reported are guaranteed not to match any pattern. Without a prefilter every line
-  // is a candidate.
-  template <typename Fn>
-  void for_each_candidate_line(std::string_view block, Fn&& fn) const;
-
-  bool has_prefilter() const { return prefilter_ != nullptr; }
+  // The prefilter is built on first use (it costs about a second to compile, or a few ms from
+  // the on-disk cache), so small inputs never pay for it. Null when unavailable.
+  const Prefilter* prefilter() const;
+  bool has_prefilter() const { return prefilter() != nullptr; }
   const Library& library() const { return lib_; }
 
+  // Progress patterns no entry uses are not matched line by line (they would match most lines
+  // of a training log); the correlator applies them to each rank's last lines instead.
+  const std::vector<size_t>& tail_patterns() const { return tail_defs_; }
+
  private:
-  void candidate_offsets(std::string_view block, std::vector<size_t>& out) const;
-
   const Library& lib_;
+  std::vector<size_t> line_defs_;  // patterns matched on every candidate line (set index -> def)
+  std::vector<size_t> tail_defs_;
   std::unique_ptr<RE2::Set> set_;
-  std::unique_ptr<Prefilter> prefilter_;
-  mutable std::vector<size_t> scratch_offsets_;
+  bool use_prefilter_ = false;
+  mutable std::once_flag prefilter_once_;
+  mutable std::unique_ptr<Prefilter> prefilter_;
 };
-
-template <typename Fn>
-void Matcher::for_each_candidate_line(std::string_view block, Fn&& fn) const {
-  if (!prefilter_) {
-    size_t start = 0;
-    while (start < block.size()) {
-      fn(start);
-      size_t nl = block.find('\n', start);
-      if (nl == std::string_view::npos) break;
-      start = nl + 1;
-    }
-    return;
-  }
-  candidate_offsets(block, scratch_offsets_);
-  for (size_t off : scratch_offsets_) fn(off);
-}
 
 }  // namespace firstfault

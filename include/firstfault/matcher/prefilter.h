@@ -1,7 +1,12 @@
 #pragma once
-// A fast reject stage in front of RE2: finds the lines of a block that could match some
-// pattern. It may report false positives (RE2 decides), never false negatives.
+// A fast reject stage in front of RE2: every pattern, rewritten into a byte-level superset of
+// itself, in one Hyperscan database compiled in prefilter mode and scanned over a whole block at
+// once. Only the lines where some pattern (approximately) matched go to RE2, and only for those
+// patterns. It may report lines RE2 then rejects; it never drops a line RE2 would match. RE2
+// stays the matcher of record. See docs/performance.md.
+#include <cstdint>
 #include <memory>
+#include <string>
 #include <string_view>
 #include <vector>
 
@@ -9,13 +14,30 @@
 
 namespace firstfault {
 
+// The byte-level superset rewrite (exposed for tests).
+std::string relax_for_bytes(const std::string& re2_pattern);
+
 class Prefilter {
  public:
   virtual ~Prefilter() = default;
-  // Appends the start offsets of candidate lines, ascending and unique.
-  virtual void scan(std::string_view block, std::vector<size_t>& line_starts) const = 0;
-  // Returns nullptr when no prefilter can be built (then every line goes to RE2).
-  static std::unique_ptr<Prefilter> build(const Library& lib);
+  // For each line of `block` that may match, appends its start offset and the indices (into
+  // the pattern list given to build()) of the patterns it may match. Offsets ascend.
+  struct Candidate {
+    size_t line_start;
+    uint32_t first, count;  // the line's patterns: Candidates::patterns[first, first + count)
+  };
+  struct Candidates {
+    std::vector<Candidate> lines;
+    std::vector<int> patterns;
+    void clear() {
+      lines.clear();
+      patterns.clear();
+    }
+  };
+  virtual void scan(std::string_view block, Candidates& out) const = 0;
+  // Returns nullptr when no prefilter can be built (no Hyperscan, or a pattern without atoms);
+  // then every line goes to RE2.
+  static std::unique_ptr<Prefilter> build(const std::vector<const PatternDef*>& patterns);
 };
 
 }  // namespace firstfault

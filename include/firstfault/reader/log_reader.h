@@ -7,6 +7,8 @@
 #include <string>
 #include <string_view>
 
+struct archive;
+
 #include "firstfault/reader/input.h"
 #include "firstfault/util/result.h"
 
@@ -33,6 +35,13 @@ struct ReadStats {
 
 // Reads `input` to the end (or to the first unrecoverable error) and feeds `sink`.
 Status read_input(const InputSource& input, BlockSink& sink, ReadStats& stats);
+
+// Reads bytes [begin, end) of a plain file (begin must be a line start); used to split one
+// large file across threads.
+Status read_input_range(const InputSource& input, uint64_t begin, uint64_t end, BlockSink& sink, ReadStats& stats);
+
+// Reads the data of the archive member the archive is positioned at (libarchive handle).
+Status read_archive_member(struct archive* a, BlockSink& sink, ReadStats& stats);
 
 // Splits a block into lines and calls fn(line_without_newline) for each; used by the pipeline
 // and the tests.

@@ -69,11 +69,21 @@ struct Entry {
   SourceLoc loc;
 };
 
+// An extra library replacing a built-in entry or shared pattern: allowed, never silent.
+struct Override {
+  std::string kind;          // "entry" | "shared pattern" | "file"
+  std::string name;          // id, pattern name, or the built-in file's path
+  SourceLoc loc;             // the replacement
+  std::string builtin_file;  // what it replaces
+  std::string format() const;  // "file:line:col: note: entry 'x' overrides the built-in one (signatures/...)"
+};
+
 struct Library {
   std::vector<PatternDef> patterns;
   std::vector<Entry> entries;
   std::map<std::string, size_t> pattern_index;  // PatternDef name -> index
   std::map<std::string, size_t> entry_index;    // id -> index
+  std::vector<Override> overrides;              // reported as notes by the commands
 
   const Entry* find_entry(const std::string& id) const;
   std::optional<size_t> find_pattern(const std::string& name) const;

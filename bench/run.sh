@@ -1,0 +1,98 @@
+#!/usr/bin/env bash
+# firstfault benchmark: throughput (MB/s), peak memory and start-up, against ripgrep with the
+# library's own patterns and `wc -l` as the floor, on the same generated log, in one run.
+#
+#   bench/run.sh [--size-mb N] [--build DIR] [--keep]
+#
+# Needs: a release build (default build/), ripgrep (rg) and GNU time for the comparisons (both
+# optional: missing tools are reported and skipped). Prints a Markdown report on stdout.
+set -euo pipefail
+size_mb=1024
+build=build
+keep=0
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --size-mb) size_mb=$2; shift 2 ;;
+    --build) build=$2; shift 2 ;;
+    --keep) keep=1; shift ;;
+    *) echo "unknown argument $1" >&2; exit 2 ;;
+  esac
+done
+cd "$(dirname "$0")/.."
+ff=$build/firstfault
+gen=$build/tests/firstfault-scenario
+[ -x "$ff" ] && [ -x "$gen" ] || { echo "build first: cmake --preset release && cmake --build --preset release" >&2; exit 2; }
+work=$(mktemp -d)
+[ "$keep" = 1 ] || trap 'rm -rf "$work"' EXIT
+export FIRSTFAULT_CACHE_DIR=$work/cache
+
+# A realistic multi-rank training log (64 ranks, HF/Megatron/DeepSpeed/tqdm chatter, one CUDA OOM
+# on rank 37 near the end), cut or repeated to the requested size.
+steps=$(( size_mb * 1000 / 1100 + 50 ))
+"$gen" "$work/gen" --ranks 64 --steps "$steps" --noise 60 --failure cuda-oom --culprit 37 > /dev/null
+log=$work/job.log
+head -c $((size_mb * 1024 * 1024)) "$work/gen/job.log" > "$log"
+tail -c 200000 "$work/gen/job.log" >> "$log"  # keep the failure at the end
+bytes=$(stat -c %s "$log")
+mb=$(awk -v b="$bytes" 'BEGIN{printf "%.1f", b/1e6}')
+
+secs() { /usr/bin/env python3 - "$@" 2>/dev/null || true; }
+now() { date +%s.%N; }
+measure() {  # measure NAME CMD... -> prints "seconds maxrss_kb"
+  local t0 t1 rss=""
+  if [ -x /usr/bin/time ]; then
+    t0=$(now); /usr/bin/time -f "%M" -o "$work/rss" "$@" > /dev/null 2>"$work/err" || true; t1=$(now)
+    rss=$(tail -1 "$work/rss")
+  else
+    t0=$(now); "$@" > /dev/null 2>"$work/err" || true; t1=$(now)
+  fi
+  awk -v a="$t0" -v b="$t1" -v r="$rss" 'BEGIN{printf "%.3f %s\n", b-a, r}'
+}
+
+echo "# firstfault benchmark"
+echo
+echo "- machine: $(nproc) cores, $(awk '/MemTotal/{printf "%.0f GiB", $2/1048576}' /proc/meminfo), $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //')"
+echo "- input: generated 64-rank training log, $mb MB, $(wc -l < "$log") lines"
+echo "- library: $($ff --version)"
+echo
+cat "$log" > /dev/null  # warm the page cache for every contender
+
+read -r t_wc _ <<< "$(measure wc -l "$log")"
+"$ff" list --patterns > "$work/patterns.txt"
+if command -v rg > /dev/null; then
+  read -r t_rg rss_rg <<< "$(measure rg -c -f "$work/patterns.txt" "$log")"
+else
+  t_rg=""
+fi
+# Cold: the Hyperscan prefilter is compiled and cached; warm: loaded from the cache.
+read -r t_cold rss_cold <<< "$(measure "$ff" diagnose --format json "$log")"
+read -r t_warm rss_warm <<< "$(measure "$ff" diagnose --format json "$log")"
+verdict=$("$ff" diagnose --format json "$log" | grep -o '"id": "[^"]*"' | head -1 || true)
+read -r t_one1 rss_one <<< "$(measure "$ff" diagnose --format json "$0")"
+echo "step 1" > "$work/one.log"
+best=999
+for i in 1 2 3 4 5; do
+  read -r t _ <<< "$(measure "$ff" diagnose "$work/one.log")"
+  best=$(awk -v a="$best" -v b="$t" 'BEGIN{print (b<a)?b:a}')
+done
+
+rate() { awk -v b="$bytes" -v t="$1" 'BEGIN{ if (t>0) printf "%.0f MB/s", b/1e6/t; else print "n/a" }'; }
+echo "| tool | seconds | throughput | peak RSS |"
+echo "|---|---:|---:|---:|"
+echo "| wc -l (floor) | $t_wc | $(rate "$t_wc") | |"
+[ -n "$t_rg" ] && echo "| rg -c -f <library patterns> | $t_rg | $(rate "$t_rg") | ${rss_rg:-?} KB |"
+echo "| firstfault diagnose (cold prefilter cache) | $t_cold | $(rate "$t_cold") | ${rss_cold:-?} KB |"
+echo "| firstfault diagnose (warm) | $t_warm | $(rate "$t_warm") | ${rss_warm:-?} KB |"
+echo
+[ -n "$t_rg" ] && echo "- speed-up over rg: $(awk -v a="$t_rg" -v b="$t_warm" 'BEGIN{printf "%.2fx", a/b}')"
+echo "- diagnosis of the benchmark log: $verdict (expected cuda-oom)"
+echo "- start-up (load + compile the embedded library + diagnose a one-line file, best of 5): $(awk -v t="$best" 'BEGIN{printf "%.0f ms", t*1000}')"
+
+# Triage scaling: many small jobs, -j 1 versus all cores.
+mkdir -p "$work/jobs"
+for i in $(seq 1 200); do
+  cp testdata/kb/$(ls testdata/kb | sed -n "$(( (i % 150) + 1 ))p") "$work/jobs/job-$i.log"
+done
+read -r t_j1 _ <<< "$(measure "$ff" triage -j 1 --format jsonl "$work/jobs")"
+read -r t_jn rss_jn <<< "$(measure "$ff" triage --format jsonl "$work/jobs")"
+echo "- triage of 200 jobs: -j 1 $t_j1 s, -j $(nproc) $t_jn s (speed-up $(awk -v a="$t_j1" -v b="$t_jn" 'BEGIN{printf "%.2fx", a/b}'), peak RSS ${rss_jn:-?} KB)"

@@ -1,0 +1,259 @@
+#include "harness.h"
+
+#include <fmt/format.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <nlohmann/json.hpp>
+#include <string_view>
+#include <vector>
+
+#include "firstfault/app/pipeline.h"
+#include "firstfault/attribution/line_attributor.h"
+#include "firstfault/correlator/correlator.h"
+#include "firstfault/matcher/matcher.h"
+#include "firstfault/reader/log_reader.h"
+#include "firstfault/render/render.h"
+#include "firstfault/signatures/loader.h"
+#include "firstfault/util/strings.h"
+
+namespace firstfault::fuzz {
+namespace {
+
+using sv = std::string_view;
+
+// An in-memory file with a real path, so the reader runs exactly as on disk (open, sniff,
+// decompress) without touching the file system.
+class MemFile {
+ public:
+  explicit MemFile(sv bytes) {
+    fd_ = ::memfd_create("firstfault-fuzz", MFD_CLOEXEC);
+    if (fd_ < 0) return;
+    size_t off = 0;
+    while (off < bytes.size()) {
+      ssize_t w = ::write(fd_, bytes.data() + off, bytes.size() - off);
+      if (w <= 0) break;
+      off += static_cast<size_t>(w);
+    }
+  }
+  ~MemFile() {
+    if (fd_ >= 0) ::close(fd_);
+  }
+  MemFile(const MemFile&) = delete;
+  MemFile& operator=(const MemFile&) = delete;
+  bool ok() const { return fd_ >= 0; }
+  std::string path() const { return fmt::format("/proc/self/fd/{}", fd_); }
+
+ private:
+  int fd_ = -1;
+};
+
+// Splits fuzz input into several "files" at lines that are exactly "---8<---".
+std::vector<sv> split_files(sv all) {
+  std::vector<sv> out;
+  constexpr sv kSep = "\n---8<---\n";
+  size_t start = 0;
+  for (;;) {
+    size_t at = all.find(kSep, start);
+    if (at == sv::npos || out.size() >= 7) {
+      out.push_back(all.substr(start));
+      return out;
+    }
+    out.push_back(all.substr(start, at + 1 - start));
+    start = at + kSep.size();
+  }
+}
+
+bool within(sv inner, sv outer) {
+  if (inner.empty()) return true;
+  return inner.data() >= outer.data() && inner.data() + inner.size() <= outer.data() + outer.size();
+}
+
+bool valid_utf8(const std::string& s) { return sanitize_utf8(s) == s; }
+
+bool plausible_time(const Timestamp& t) {
+  if (!t.valid()) return true;
+  // Years 0..9999 (and boot clocks) keep every later computation far from int64 overflow.
+  constexpr int64_t kLimit = 400000LL * 86400000LL * 366;
+  return t.ms > -kLimit && t.ms < kLimit;
+}
+
+struct CheckingSink : BlockSink {
+  uint64_t bytes = 0, lines = 0, blocks = 0, long_lines = 0;
+  bool unterminated_seen = false;  // a block without a trailing '\n' must be the last one
+  std::string problem;
+  void on_block(sv block) override {
+    if (block.empty()) problem = "empty block";
+    if (unterminated_seen) problem = "a block followed a block without a trailing newline";
+    if (block.back() != '\n') unterminated_seen = true;
+    bytes += block.size();
+    ++blocks;
+    for_each_line(block, [&](sv) { ++lines; });
+  }
+  void on_long_line(sv head, uint64_t full) override {
+    if (head.size() != kMaxLineBytes) problem = fmt::format("long line head of {} bytes", head.size());
+    if (full <= kMaxLineBytes) problem = fmt::format("long line of only {} bytes", full);
+    if (head.find('\n') != sv::npos) problem = "newline inside a long line's head";
+    if (unterminated_seen) problem = "a long line followed a block without a trailing newline";
+    bytes += full;
+    ++lines;
+    ++long_lines;
+  }
+};
+
+}  // namespace
+
+std::string reader_one(const uint8_t* data, size_t size) {
+  sv bytes(reinterpret_cast<const char*>(data), size);
+  MemFile f(bytes);
+  if (!f.ok()) return "";  // memfd unavailable: nothing to test
+  CheckingSink sink;
+  ReadStats st;
+  Status s = read_input({f.path(), false}, sink, st);
+  if (!sink.problem.empty()) return sink.problem;
+  // Every delivered byte is accounted for: lines plus the newlines the splitter consumed after
+  // long lines (at most one per long line).
+  if (sink.bytes > st.bytes || sink.bytes + sink.long_lines < st.bytes)
+    return fmt::format("delivered {} bytes (+{} long lines) but stats say {}", sink.bytes, sink.long_lines, st.bytes);
+  if (!s.ok() && s.message().empty()) return "error without a reason";
+  if (st.compression.empty()) {
+    if (!s.ok()) return "plain input failed: " + s.message();
+    if (st.bytes != size || st.compressed_bytes != size)
+      return fmt::format("plain input of {} bytes read as {}", size, st.bytes);
+    uint64_t expect = static_cast<uint64_t>(std::count(bytes.begin(), bytes.end(), '\n'));
+    if (size > 0 && bytes.back() != '\n') ++expect;
+    if (sink.lines != expect) return fmt::format("{} lines delivered, {} in the input", sink.lines, expect);
+  }
+  return "";
+}
+
+std::string attribution_one(const uint8_t* data, size_t size) {
+  sv all(reinterpret_cast<const char*>(data), size);
+  sv first = all.substr(0, std::min(all.find('\n'), all.size()));
+  FileIdentity id = identity_from_path(first);
+  if (id.rank < -1 || id.rank > kMaxRankNumber) return fmt::format("file rank {} out of range", id.rank);
+  // A user's --rank-from regex is applied to the same path (capture group 1).
+  FileIdentity id2 = identity_from_path(first, "rank[_-]?(\\d+)");
+  if (id2.rank < -1 || id2.rank > kMaxRankNumber) return fmt::format("--rank-from rank {} out of range", id2.rank);
+  LineAttributor attributor(id);
+  std::string scratch;
+  std::string problem;
+  uint64_t lines = 0;
+  for_each_line(all, [&](sv line) {
+    if (!problem.empty()) return;
+    ++lines;
+    if (lines % 7 == 0) attributor.enable_pdsh();
+    if (line.size() > kMaxLineBytes) line = line.substr(0, kMaxLineBytes);
+    for_each_segment(line, scratch, [&](sv seg) {
+      if (!problem.empty()) return;
+      if (seg.find('\r') != sv::npos) problem = "segment contains CR";
+      if (seg.find('\0') != sv::npos) problem = "segment contains NUL";
+      Attribution a = attributor.attribute(seg);
+      if (!within(a.body, seg) || a.body.data() + a.body.size() != seg.data() + seg.size())
+        problem = "body is not a suffix of the line";
+      if (!within(a.host, seg) && a.host != id.host) problem = "host view outside the line";
+      if (a.rank < -1 || a.rank > kMaxRankNumber) problem = fmt::format("rank {} out of range", a.rank);
+      if (a.local_rank < -1 || a.local_rank > kMaxRankNumber) problem = fmt::format("local rank {} out of range", a.local_rank);
+      if (!plausible_time(a.time)) problem = fmt::format("implausible time {} ms", a.time.ms);
+      std::string ts = format_timestamp(a.time);
+      if (a.time.valid() == ts.empty()) problem = "timestamp formatting disagrees with validity";
+      if (a.time.kind == Timestamp::kNoYear) {
+        Timestamp full = with_year(a.time, 2024);
+        if (full.kind != Timestamp::kFull || year_of(full) != 2024) problem = "with_year did not move the year";
+      }
+      // The renderers' helpers on the same untrusted text.
+      std::string clean = sanitize_utf8(seg);
+      if (!valid_utf8(clean)) problem = "sanitize_utf8 output is not valid UTF-8";
+      std::string stripped = strip_control(clean);
+      if (stripped.find('\x1b') != std::string::npos) problem = "strip_control left an escape";
+      std::string cut = truncate_utf8(clean, 40);
+      if (cut.size() > 43 || !valid_utf8(cut)) problem = "truncate_utf8 broke its contract";
+    });
+  });
+  return problem;
+}
+
+std::string signatures_one(const uint8_t* data, size_t size) {
+  sv all(reinterpret_cast<const char*>(data), size);
+  std::vector<SourceFile> sources;
+  // The first file plays a built-in one, the rest an extra library (overrides, duplicates).
+  size_t i = 0;
+  for (sv text : split_files(all)) {
+    bool builtin = i == 0;
+    sources.push_back({fmt::format("signatures/memory/fuzz-{}.yaml", i), std::string(text), builtin});
+    ++i;
+  }
+  std::vector<LoadProblem> problems;
+  Library lib = load_sources(sources, problems);
+  for (const auto& p : problems) {
+    if (p.message.empty()) return "problem without a message";
+    if (p.loc.file.empty()) return "problem without a file: " + p.message;
+    if (p.loc.line < 0 || p.loc.col < 0) return "negative line/column: " + p.format();
+  }
+  if (!problems.empty()) return "";
+  for (const Entry& e : lib.entries) {
+    if (lib.find_entry(e.id) != &e) return "entry index disagrees for " + e.id;
+    for (const PatternRef& r : e.refs)
+      if (r.def >= lib.patterns.size()) return "pattern ref out of range in " + e.id;
+    for (const CaptureRule& c : e.match.captures)
+      if (c.ref >= e.refs.size() || !c.re) return "capture rule out of range in " + e.id;
+  }
+  Matcher matcher(lib);
+  if (!matcher.compile(false).ok()) return "";  // e.g. the set exceeds RE2's memory: reported, not a crash
+  std::vector<int> hits;
+  for (size_t d = 0; d < lib.patterns.size(); ++d)
+    for (const auto& line : lib.patterns[d].positive) {
+      matcher.match(line, hits);
+      for (int h : hits)
+        if (h < 0 || static_cast<size_t>(h) >= lib.patterns.size()) return "matcher hit out of range";
+      matcher.extract(d, line);
+    }
+  return "";
+}
+
+std::string diagnose_one(const uint8_t* data, size_t size) {
+  // The built-in library is loaded once per process, as the CLI does once per run.
+  static const Library* lib = [] {
+    std::vector<LoadProblem> problems;
+    LoadOptions lo;
+    lo.check_samples = false;
+    return new Library(load_library({}, problems, lo));
+  }();
+  static const Matcher* matcher = [] {
+    auto* m = new Matcher(*lib);
+    (void)m->compile(true);
+    return m;
+  }();
+  sv all(reinterpret_cast<const char*>(data), size);
+  std::vector<std::unique_ptr<MemFile>> files;
+  std::vector<InputSource> inputs;
+  for (sv text : split_files(all)) {
+    files.push_back(std::make_unique<MemFile>(text));
+    if (!files.back()->ok()) return "";
+    inputs.push_back({files.back()->path(), false});
+  }
+  JobResult r = analyze_job(inputs, *matcher, {});
+  const Diagnosis& d = r.diagnosis;
+  if ((d.verdict == "diagnosed") != (d.entry != nullptr)) return "verdict and entry disagree";
+  if (d.verdict != "diagnosed" && d.verdict != "unrecognized" && d.verdict != "clean") return "unknown verdict " + d.verdict;
+  if (d.inputs.size() != inputs.size()) return "an input went missing from the summary";
+  if (d.limits.truncated == d.limits.dropped.empty()) return "truncated flag and dropped list disagree";
+  if (d.initiating.rank && (*d.initiating.rank < 0 || *d.initiating.rank > kMaxRankNumber))
+    return fmt::format("initiating rank {} out of range", *d.initiating.rank);
+  if (d.ranks.size() > kMaxRanks) return "more ranks than kMaxRanks";
+  std::string json_text = dump_json(diagnosis_to_json(d, *lib));
+  nlohmann::json parsed = nlohmann::json::parse(json_text, nullptr, false);
+  if (parsed.is_discarded()) return "the JSON output does not parse";
+  if (parsed["truncated"].get<bool>() != d.limits.truncated) return "JSON truncated flag differs";
+  for (bool color : {false, true}) {
+    TextStyle style;
+    style.color = color;
+    style.verbose = true;
+    std::string text = render_text(d, *lib, style);
+    if (!color && text.find('\x1b') != std::string::npos) return "log text drove the terminal (escape in plain output)";
+  }
+  return "";
+}
+
+}  // namespace firstfault::fuzz

@@ -1,0 +1,27 @@
+#pragma once
+// One function per fuzz target: run one input through a stage and check the stage's
+// invariants. Each returns "" when every invariant held, else what broke. The libFuzzer entry
+// points (fuzz_*.cpp) abort on a non-empty result; the unit tests replay fuzz/regressions/
+// through the same functions, so a crash found once stays fixed in every build (gcc included).
+#include <cstddef>
+#include <cstdint>
+#include <string>
+
+namespace firstfault::fuzz {
+
+// Reader with decompression: the bytes as one input file (gzip/zstd/xz/bz2 sniffed by magic).
+std::string reader_one(const uint8_t* data, size_t size);
+
+// Line attribution: every line through ANSI/CR normalisation, the prefix parsers and the
+// timestamp code; the first line is also used as a file path (rank/host from the name).
+std::string attribution_one(const uint8_t* data, size_t size);
+
+// Signature loader: the bytes as YAML files (split at lines "---8<---"), strictly validated,
+// sample lines checked, and the result compiled into a matcher when it loaded cleanly.
+std::string signatures_one(const uint8_t* data, size_t size);
+
+// Whole diagnose pipeline on arbitrary bytes with the built-in library, rendered as text and
+// JSON (which must parse back). Inputs are split at lines "---8<---" into several files.
+std::string diagnose_one(const uint8_t* data, size_t size);
+
+}  // namespace firstfault::fuzz

@@ -1,0 +1,61 @@
+#pragma once
+// The per-line work shared by `diagnose` (pipeline.cpp) and `watch` (live logs): attribute every
+// line, keep the correlator's per-rank timeline, match the prefilter's candidate lines and hand
+// the events to the correlator; one LineFeed per input (it numbers that input's lines). Watch
+// adds an observer tap and lines that arrive in pieces.
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "firstfault/attribution/line_attributor.h"
+#include "firstfault/correlator/correlator.h"
+#include "firstfault/matcher/matcher.h"
+#include "firstfault/reader/log_reader.h"
+
+namespace firstfault {
+
+// Optional tap for callers that react to lines as they arrive (watch: progress clocks, alerts).
+class LineObserver {
+ public:
+  virtual ~LineObserver() = default;
+  // Every segment of every line (a '\r'-separated tqdm redraw is several segments).
+  virtual void on_line(const Attribution& a, std::string_view segment, uint32_t input, uint64_t line_no) {}
+  // Called before the event is handed to the correlator; ev.rank is the attributed rank.
+  virtual void on_event(const Event& ev) {}
+};
+
+class LineFeed : public BlockSink {
+ public:
+  LineFeed(const Matcher& matcher, Correlator& correlator, LineAttributor& attributor, uint32_t input,
+           InputSummary& summary, LineObserver* observer = nullptr);
+
+  void on_block(std::string_view block) override;
+  void on_long_line(std::string_view head, uint64_t full_length) override;
+
+  // The start of a line that is still being written, up to a '\r' (a tqdm bar redrawing with no
+  // newline yet). Its segments are matched now; the line number is only taken when it completes.
+  void on_partial_line(std::string_view head);
+
+  // The input is known to be large: use the prefilter from the first block.
+  void prefer_prefilter() { bytes_seen_ = UINT64_MAX / 2; }
+
+ private:
+  // `potentials` narrows the patterns to try (from the prefilter); null with `candidate` means all.
+  void process_line(std::string_view line, const int* potentials, size_t npot, bool candidate, bool partial);
+
+  const Matcher& matcher_;
+  Correlator& corr_;
+  LineAttributor& attr_;
+  uint32_t input_;
+  InputSummary& summary_;
+  LineObserver* observer_;
+  uint64_t line_no_ = 0;
+  std::string scratch_;
+  std::vector<int> hits_;
+  Prefilter::Candidates candidates_;
+  int pdsh_def_ = -1;
+  uint64_t bytes_seen_ = 0;
+};
+
+}  // namespace firstfault

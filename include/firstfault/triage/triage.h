@@ -1,0 +1,57 @@
+#pragma once
+// Batch triage: many archived jobs -> one diagnosis each, grouped by failure. Jobs run in
+// parallel with bounded memory, bad jobs become error rows, output order never depends on -j,
+// and shard outputs merge into the same summary as one run.
+#include <cstdint>
+#include <optional>
+#include <ostream>
+#include <string>
+#include <vector>
+
+#include "firstfault/app/commands.h"
+
+namespace firstfault {
+
+struct TriageOptions {
+  CommonOptions common;
+  std::vector<std::string> paths;
+  std::string format = "table";  // table | jsonl | csv | markdown
+  unsigned jobs = 0;             // -j (0: all cores)
+  int job_depth = 1;             // directories: a job is a path this many levels below PATH
+  std::string job_pattern;       // or: relative paths matching this regex are jobs
+  std::string shard;             // "I/N"
+  bool unknown_only = false;
+  std::vector<std::string> merge;  // --merge: combine jsonl outputs instead of reading logs
+  std::string rank_from;
+  bool progress = true;          // progress bar on stderr when it is a terminal
+};
+
+// One job's outcome: all the summary needs (and what a jsonl line carries back for --merge).
+struct JobRecord {
+  std::string job;
+  std::string verdict;  // diagnosed | unrecognized | clean | error
+  std::string id, title, category, severity;
+  std::optional<int> rank;
+  std::string first_error;  // first error-looking line, for clustering unrecognised jobs
+  std::string error;        // set when the job could not be read
+  uint64_t bytes = 0;
+};
+
+// A job: a file, a directory of per-rank files, or a group of members of an archive.
+struct JobSpec {
+  std::string id;                   // path, or "archive!member-prefix"
+  std::vector<std::string> files;   // plain files
+  std::string archive;              // when the job lives inside an archive
+  std::string member_prefix;        // members under this prefix ("" = the single member `id`)
+  std::vector<std::string> members; // member names
+};
+
+std::vector<JobSpec> discover_jobs(const TriageOptions& o, std::vector<JobRecord>& errors);
+// "Drain-style" template of a log line: numbers, hex, paths, hosts, ranks masked.
+std::string line_template(const std::string& line);
+// Deterministic shard membership of a job id for "I/N" (1-based I).
+bool in_shard(const std::string& job, unsigned index, unsigned count);
+
+int run_triage(const TriageOptions& o, std::ostream& out);
+
+}  // namespace firstfault

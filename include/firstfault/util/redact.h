@@ -1,0 +1,69 @@
+#pragma once
+// Masking at ingress (--redact). A Diagnosis is masked once, before any renderer sees it, so
+// every output format is covered by construction. What is masked:
+//   secrets      Hugging Face, GitHub, AWS, Slack, OpenAI-style, JWT and bearer tokens, URL
+//                credentials, and the values of *_API_KEY= / *_TOKEN= / *SECRET= / *PASSWORD=
+//                                                                      -> [REDACTED]
+//   e-mail addresses                                                   -> [email]
+//   IPv4/IPv6 addresses (not loopback or 0.0.0.0)                      -> ip-1, ip-2, ...
+//   hosts the job revealed (rank prefixes, NCCL "host:pid:tid", host=, "srun: error: HOST:")
+//   and internal-looking FQDNs                                         -> host-1, host-2, ...
+//   user names in home paths (/home/NAME, /Users/NAME) and USER=NAME, wherever they appear
+//                                                                      -> user-1, user-2, ...
+// Pseudonyms are stable within one Redactor (one run), so ranks and nodes stay correlatable.
+#include <map>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "firstfault/correlator/diagnosis.h"
+
+namespace firstfault {
+
+struct RedactCounts {
+  size_t secrets = 0, emails = 0, ips = 0, hosts = 0, users = 0;
+  size_t total() const { return secrets + emails + ips + hosts + users; }
+};
+
+class Redactor {
+ public:
+  // A host name the job revealed; it is masked wherever it appears, as a whole word.
+  void add_host(std::string_view host);
+  // Learns hosts and user names from `text` without changing it.
+  void learn(std::string_view text);
+  // The masked text (learns from it first, so a standalone call is safe too).
+  std::string mask(std::string_view text);
+  const RedactCounts& counts() const { return counts_; }
+
+ private:
+  struct Span {
+    size_t begin, end;
+    int kind;  // the replacement family (see redact.cpp)
+    std::string key;
+  };
+  // Pseudonyms are numbered when first printed (or, for add_host, when added), so the numbers
+  // follow the output and have no gaps for names that were learned but never shown.
+  struct Pseudonyms {
+    std::string prefix;
+    std::map<std::string, std::string> names;
+    std::string get(const std::string& key) {
+      auto [it, inserted] = names.try_emplace(key);
+      if (inserted) it->second = prefix + std::to_string(names.size());
+      return it->second;
+    }
+  };
+  void register_host(std::string_view host);
+  std::string host_pseudonym(const std::string& name);
+  void collect(std::string_view text, std::vector<Span>& spans) const;
+
+  std::map<std::string, std::string> known_hosts_;  // lower-case name or alias -> canonical name
+  std::map<std::string, bool> known_users_;
+  Pseudonyms hosts_{"host-", {}}, ips_{"ip-", {}}, users_{"user-", {}};
+  RedactCounts counts_;
+};
+
+// Masks every log-derived string of `d` in place: first learns the hosts the job revealed (in
+// rank order, so host-1 is the lowest rank's node) and everything the text reveals, then masks.
+RedactCounts redact_diagnosis(Diagnosis& d, Redactor& r);
+
+}  // namespace firstfault

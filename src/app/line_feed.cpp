@@ -1,0 +1,91 @@
+#include "firstfault/app/line_feed.h"
+
+#include "firstfault/app/pipeline.h"
+
+namespace firstfault {
+
+namespace {
+constexpr uint64_t kPrefilterAfterBytes = 8ull << 20;
+}  // namespace
+
+LineFeed::LineFeed(const Matcher& matcher, Correlator& correlator, LineAttributor& attributor, uint32_t input,
+                   InputSummary& summary, LineObserver* observer)
+    : matcher_(matcher), corr_(correlator), attr_(attributor), input_(input), summary_(summary), observer_(observer) {
+  if (auto p = matcher.library().find_pattern("launcher_pdsh_cmd")) pdsh_def_ = static_cast<int>(*p);
+}
+
+void LineFeed::on_block(std::string_view block) {
+  if (g_interrupted.load(std::memory_order_relaxed)) return;
+  // Small inputs are matched line by line with the RE2 set; once an input proves large, the
+  // prefilter (built once, shared by all threads) takes over.
+  bytes_seen_ += block.size();
+  const Prefilter* pf = bytes_seen_ > kPrefilterAfterBytes ? matcher_.prefilter() : nullptr;
+  if (!pf) {
+    for_each_line(block, [&](std::string_view line) { process_line(line, nullptr, 0, true, false); });
+    return;
+  }
+  // Lines the prefilter rules out are still attributed (per-rank timeline) but not matched.
+  candidates_.clear();
+  pf->scan(block, candidates_);
+  const auto& lines = candidates_.lines;
+  size_t next = 0, offset = 0;
+  for_each_line(block, [&](std::string_view line) {
+    size_t start = offset;
+    offset += line.size() + 1;
+    while (next < lines.size() && lines[next].line_start < start) ++next;
+    if (next < lines.size() && lines[next].line_start == start)
+      process_line(line, candidates_.patterns.data() + lines[next].first, lines[next].count, true, false);
+    else
+      process_line(line, nullptr, 0, false, false);
+  });
+}
+
+void LineFeed::on_long_line(std::string_view head, uint64_t) {
+  ++summary_.long_lines;
+  process_line(head, nullptr, 0, true, false);
+}
+
+void LineFeed::on_partial_line(std::string_view head) { process_line(head, nullptr, 0, true, true); }
+
+void LineFeed::process_line(std::string_view line, const int* potentials, size_t npot, bool candidate, bool partial) {
+  uint64_t line_no = line_no_ + 1;
+  if (!partial) {
+    line_no_ = line_no;
+    ++summary_.lines;
+  }
+  if (line.size() > kMaxLineBytes) {  // keep the head for matching; the rest is counted only
+    ++summary_.long_lines;
+    line = line.substr(0, kMaxLineBytes);
+  }
+  for_each_segment(line, scratch_, [&](std::string_view seg) {
+    Attribution a = attr_.attribute(seg);
+    corr_.observe_line(a, seg, input_, line_no);
+    if (observer_) observer_->on_line(a, seg, input_, line_no);
+    if (!candidate) return;
+    if (potentials) matcher_.match_potentials(a.body, potentials, npot, hits_);
+    else matcher_.match(a.body, hits_);
+    for (int def : hits_) {
+      if (def == pdsh_def_) attr_.enable_pdsh();
+      // Past its storage bound a pattern is only counted (cheap); see docs/reliability.md.
+      if (!corr_.wants_event(static_cast<size_t>(def))) {
+        corr_.count_event(static_cast<size_t>(def));
+        continue;
+      }
+      Event ev;
+      ev.def = static_cast<size_t>(def);
+      ev.rank = a.rank;
+      ev.local_rank = a.local_rank;
+      ev.host = std::string(a.host);
+      ev.pid = a.pid;
+      ev.time = a.time;
+      ev.input = input_;
+      ev.line = line_no;
+      ev.text = std::string(seg);
+      ev.captures = matcher_.extract(ev.def, a.body);
+      if (observer_) observer_->on_event(ev);
+      corr_.add_event(std::move(ev));
+    }
+  });
+}
+
+}  // namespace firstfault

@@ -1,0 +1,37 @@
+#pragma once
+// Pieces the CI renderers share (private to src/render/): which evidence line an annotation
+// points at, and the same plain-text summary for GitHub annotations and JUnit failures.
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "firstfault/correlator/diagnosis.h"
+#include "firstfault/signatures/library.h"
+
+namespace firstfault::ci {
+
+// The line a report points at: the initiating evidence when diagnosed, the first error line
+// when unrecognised; nullptr when there is none.
+const Evidence* anchor(const Diagnosis& d);
+
+// YAML block scalars wrap lines anywhere: paragraphs joined back into single lines.
+std::vector<std::string> paragraphs(std::string_view text);
+std::string one_paragraph(std::string_view text);
+
+// "3 on host host-1" or "unknown".
+std::string rank_phrase(const Diagnosis& d);
+
+// What the job was, for test-case names: "logs/job.log", "logs/ (4 files)" or "stdin".
+std::string job_name(const Diagnosis& d);
+
+// The diagnosis as plain lines (no title line when `with_title` is false), every log-derived
+// part already passed through safe_line.
+std::vector<std::string> report_lines(const Diagnosis& d, const Library& lib, bool with_title);
+
+// Inputs that could not be read completely.
+std::vector<const InputSummary*> failed_inputs(const Diagnosis& d);
+
+// "file:line" (or just the file when the line is unknown), made safe for printing.
+std::string where(const Evidence& e);
+
+}  // namespace firstfault::ci

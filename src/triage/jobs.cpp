@@ -1,0 +1,187 @@
+// Where the jobs are: files, directories of per-rank files, and member groups inside archives.
+#include <archive.h>
+#include <archive_entry.h>
+#include <re2/re2.h>
+
+#include <cstring>
+
+#include <algorithm>
+#include <filesystem>
+#include <map>
+#include <set>
+
+#include "firstfault/triage/triage.h"
+#include "firstfault/util/strings.h"
+
+namespace firstfault {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+// Lists an archive's regular members; false when the file is not a (readable) archive.
+bool list_archive(const std::string& path, std::vector<std::string>& members, std::string& error) {
+  struct archive* a = archive_read_new();
+  archive_read_support_filter_all(a);
+  archive_read_support_format_tar(a);
+  archive_read_support_format_zip(a);
+  archive_read_support_format_gnutar(a);
+  archive_read_support_format_cpio(a);
+  if (archive_read_open_filename(a, path.c_str(), 1 << 16) != ARCHIVE_OK) {
+    archive_read_free(a);
+    return false;
+  }
+  struct archive_entry* e = nullptr;
+  int r;
+  bool any = false;
+  while ((r = archive_read_next_header(a, &e)) == ARCHIVE_OK || r == ARCHIVE_WARN) {
+    any = true;
+    if (archive_entry_filetype(e) == AE_IFREG) members.emplace_back(archive_entry_pathname(e));
+    archive_read_data_skip(a);
+  }
+  if (r == ARCHIVE_FATAL && any) error = archive_error_string(a) ? archive_error_string(a) : "corrupt archive";
+  archive_read_free(a);
+  return any;
+}
+
+bool looks_like_archive_name(const std::string& p) {
+  for (const char* ext : {".tar", ".tar.gz", ".tgz", ".tar.zst", ".tar.xz", ".tar.bz2", ".zip"})
+    if (p.size() > std::strlen(ext) && p.compare(p.size() - std::strlen(ext), std::string::npos, ext) == 0) return true;
+  return false;
+}
+
+// The job a relative path (member or file) belongs to, or "" when none.
+std::string job_key(const std::string& rel, int depth, const RE2* pattern) {
+  std::vector<std::string> parts;
+  size_t start = 0;
+  for (size_t i = 0; i <= rel.size(); ++i)
+    if (i == rel.size() || rel[i] == '/') {
+      if (i > start) parts.push_back(rel.substr(start, i - start));
+      start = i + 1;
+    }
+  if (parts.empty()) return "";
+  if (pattern) {
+    std::string prefix;
+    for (const auto& p : parts) {
+      prefix += (prefix.empty() ? "" : "/") + p;
+      if (RE2::FullMatch(prefix, *pattern)) return prefix;
+    }
+    return "";
+  }
+  std::string key;
+  for (int i = 0; i < std::max(1, depth) && i < static_cast<int>(parts.size()); ++i) key += (i ? "/" : "") + parts[static_cast<size_t>(i)];
+  return key;
+}
+
+void add_archive_jobs(const std::string& path, const TriageOptions& o, const RE2* pattern, std::vector<JobSpec>& jobs,
+                      std::vector<JobRecord>& errors) {
+  std::vector<std::string> members;
+  std::string error;
+  list_archive(path, members, error);
+  std::map<std::string, JobSpec> by_key;
+  for (const auto& m : members) {
+    std::string key = job_key(m, o.job_depth, pattern);
+    if (key.empty()) continue;
+    JobSpec& j = by_key[key];
+    j.id = path + "!" + key;
+    j.archive = path;
+    j.member_prefix = key;
+    j.members.push_back(m);
+  }
+  for (auto& [k, j] : by_key) jobs.push_back(std::move(j));
+  if (!error.empty()) {
+    JobRecord r;
+    r.job = path;
+    r.verdict = "error";
+    r.error = "archive is corrupt or truncated after " + std::to_string(members.size()) + " member(s): " + error;
+    errors.push_back(r);
+  }
+}
+
+}  // namespace
+
+bool in_shard(const std::string& job, unsigned index, unsigned count) {
+  if (count <= 1) return true;
+  uint64_t h = 1469598103934665603ull;
+  for (unsigned char c : job) h = (h ^ c) * 1099511628211ull;
+  return h % count == index - 1;
+}
+
+std::vector<JobSpec> discover_jobs(const TriageOptions& o, std::vector<JobRecord>& errors) {
+  std::vector<JobSpec> jobs;
+  std::unique_ptr<RE2> pattern;
+  if (!o.job_pattern.empty()) pattern = std::make_unique<RE2>(o.job_pattern, RE2::Quiet);
+  for (const auto& p : o.paths) {
+    std::error_code ec;
+    auto st = fs::status(p, ec);
+    if (ec || !fs::exists(st)) {
+      errors.push_back({p, "error", "", "", "", "", std::nullopt, "", "no such file or directory", 0});
+      continue;
+    }
+    if (!fs::is_directory(st)) {
+      std::vector<std::string> probe;
+      std::string err;
+      if (looks_like_archive_name(p) || (fs::is_regular_file(st) && list_archive(p, probe, err) && !probe.empty() &&
+                                         (probe.size() > 1 || probe[0].find('/') != std::string::npos))) {
+        add_archive_jobs(p, o, pattern.get(), jobs, errors);
+      } else {
+        jobs.push_back({p, {p}, "", "", {}});
+      }
+      continue;
+    }
+    // A directory: group its files into jobs by depth or pattern (sorted, symlink loops skipped).
+    std::map<std::string, JobSpec> by_key;
+    std::set<std::string> seen_dirs;
+    for (auto it = fs::recursive_directory_iterator(p, fs::directory_options::skip_permission_denied, ec);
+         !ec && it != fs::recursive_directory_iterator(); it.increment(ec)) {
+      std::error_code sec;
+      if (it->is_directory(sec)) {
+        auto canon = fs::canonical(it->path(), sec);
+        if (!sec && !seen_dirs.insert(canon.string()).second) it.disable_recursion_pending();
+        continue;
+      }
+      if (!it->is_regular_file(sec) && !it->is_fifo(sec)) continue;
+      std::string rel = fs::relative(it->path(), p, sec).generic_string();
+      if (!rel.empty() && (rel[0] == '.' || rel.find("/.") != std::string::npos)) continue;
+      std::string file = it->path().string();
+      std::string key = o.job_depth == 0 && !pattern ? "" : job_key(rel, o.job_depth, pattern.get());
+      if (key.empty() && (pattern || o.job_depth != 0)) continue;
+      if (looks_like_archive_name(file) && key == rel) {
+        add_archive_jobs(file, o, pattern.get(), jobs, errors);
+        continue;
+      }
+      std::string id = key.empty() ? p : (fs::path(p) / key).string();
+      JobSpec& j = by_key[id];
+      j.id = id;
+      j.files.push_back(file);
+    }
+    for (auto& [k, j] : by_key) {
+      std::sort(j.files.begin(), j.files.end());
+      jobs.push_back(std::move(j));
+    }
+  }
+  std::sort(jobs.begin(), jobs.end(), [](const JobSpec& a, const JobSpec& b) { return a.id < b.id; });
+  return jobs;
+}
+
+std::string line_template(const std::string& raw) {
+  // Masks what varies between occurrences of one message: hex, numbers, paths, addresses, hosts.
+  static const RE2 kHex(R"(0x[0-9a-fA-F]+)");
+  static const RE2 kIp(R"(\b\d{1,3}(?:\.\d{1,3}){3}(?::\d+|<\d+>)?)");
+  static const RE2 kPath(R"((?:/[\w.@+-]+){2,}/?)");
+  static const RE2 kQuoted(R"('[^']{1,200}'|"[^"]{1,200}")");
+  static const RE2 kNum(R"(\b\d+(?:\.\d+)?(?:[eE][-+]?\d+)?\b)");
+  static const RE2 kRank(R"(\[(?:rank|default)<\*>\]:?)");
+  static const RE2 kSpaces(R"(\s+)");
+  std::string s = std::string(trim(raw));
+  RE2::GlobalReplace(&s, kHex, "<hex>");
+  RE2::GlobalReplace(&s, kIp, "<ip>");
+  RE2::GlobalReplace(&s, kPath, "<path>");
+  RE2::GlobalReplace(&s, kQuoted, "'<*>'");
+  RE2::GlobalReplace(&s, kNum, "<*>");
+  RE2::GlobalReplace(&s, kRank, "");
+  RE2::GlobalReplace(&s, kSpaces, " ");
+  return std::string(trim(s)).substr(0, 200);
+}
+
+}  // namespace firstfault

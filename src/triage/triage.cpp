@@ -1,0 +1,466 @@
+#include "firstfault/triage/triage.h"
+
+#include <archive.h>
+#include <archive_entry.h>
+#include <fmt/format.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <fstream>
+#include <map>
+#include <mutex>
+#include <thread>
+
+#include "firstfault/app/line_feed.h"
+#include "firstfault/app/pipeline.h"
+#include "firstfault/render/render.h"
+#include "firstfault/signatures/loader.h"
+#include "firstfault/util/strings.h"
+
+namespace firstfault {
+
+using nlohmann::json;
+
+namespace {
+
+JobRecord record_of(const std::string& job, const Diagnosis& d) {
+  JobRecord r;
+  r.job = job;
+  r.verdict = d.verdict;
+  if (d.entry) {
+    r.id = d.entry->id;
+    r.title = d.entry->title;
+    r.category = d.entry->category;
+    r.severity = d.entry->severity;
+  }
+  r.rank = d.initiating.rank;
+  if (d.first_error) r.first_error = d.first_error->text;
+  for (const auto& in : d.inputs) r.bytes += in.bytes;
+  return r;
+}
+
+// Analyses the jobs of one archive in a single pass over it.
+void run_archive(const std::vector<const JobSpec*>& jobs, const Matcher& matcher, const AnalyzeOptions& ao,
+                 std::vector<std::pair<JobRecord, std::string>>& results, const std::vector<size_t>& slots, bool want_json) {
+  const std::string& path = jobs.front()->archive;
+  std::map<std::string, size_t> member_job;  // member -> index into jobs
+  for (size_t i = 0; i < jobs.size(); ++i)
+    for (const auto& m : jobs[i]->members) member_job[m] = i;
+  struct State {
+    std::unique_ptr<Correlator> corr;
+    std::vector<InputSummary> inputs;
+  };
+  std::vector<State> st(jobs.size());
+  for (auto& s : st) s.corr = std::make_unique<Correlator>(matcher.library(), matcher.tail_patterns());
+  std::string archive_error;
+  struct archive* a = archive_read_new();
+  archive_read_support_filter_all(a);
+  archive_read_support_format_tar(a);
+  archive_read_support_format_gnutar(a);
+  archive_read_support_format_zip(a);
+  archive_read_support_format_cpio(a);
+  if (archive_read_open_filename(a, path.c_str(), 1 << 16) != ARCHIVE_OK) {
+    archive_error = archive_error_string(a) ? archive_error_string(a) : "cannot open archive";
+  } else {
+    struct archive_entry* e = nullptr;
+    int r;
+    while ((r = archive_read_next_header(a, &e)) == ARCHIVE_OK || r == ARCHIVE_WARN) {
+      auto it = member_job.find(archive_entry_pathname(e));
+      if (it == member_job.end() || archive_entry_filetype(e) != AE_IFREG) {
+        archive_read_data_skip(a);
+        continue;
+      }
+      State& s = st[it->second];
+      InputSummary sum;
+      sum.path = path + "!" + it->first;
+      LineAttributor attributor(identity_from_path(it->first, ao.rank_from));
+      LineFeed feed(matcher, *s.corr, attributor, static_cast<uint32_t>(s.inputs.size()), sum);
+      ReadStats stats;
+      Status rs = read_archive_member(a, feed, stats);
+      sum.bytes = stats.bytes;
+      if (!rs.ok()) sum.error = rs.message();
+      s.inputs.push_back(sum);
+      if (!rs.ok()) break;  // the stream is unusable after a data error
+    }
+    if (r == ARCHIVE_FATAL) archive_error = archive_error_string(a) ? archive_error_string(a) : "corrupt archive";
+  }
+  archive_read_free(a);
+  for (size_t i = 0; i < jobs.size(); ++i) {
+    st[i].corr->set_inputs(st[i].inputs);
+    Diagnosis d = st[i].corr->finish();
+    JobRecord rec = record_of(jobs[i]->id, d);
+    for (const auto& in : d.inputs)
+      if (!in.error.empty()) rec.error = in.path + ": " + in.error;
+    if (d.inputs.empty()) {
+      rec.verdict = "error";
+      rec.error = archive_error.empty() ? "no member of this job could be read" : archive_error;
+    }
+    std::string line;
+    if (want_json) {
+      json j = rec.verdict == "error" && d.inputs.empty() ? json{{"type", "job"}, {"job", rec.job}, {"error", rec.error}}
+                                                          : diagnosis_to_json(d, matcher.library());
+      if (!(rec.verdict == "error" && d.inputs.empty())) {
+        j["type"] = "job";
+        j["job"] = rec.job;
+        if (!rec.error.empty()) j["error"] = rec.error;
+      }
+      line = j.dump(-1, ' ', false, json::error_handler_t::replace);
+    }
+    results[slots[i]] = {rec, line};
+  }
+}
+
+std::string severity_rank(const std::string& s) {
+  return s == "critical" ? "0" : s == "high" ? "1" : s == "medium" ? "2" : "3";
+}
+
+struct Summary {
+  size_t jobs = 0, diagnosed = 0, unrecognized = 0, clean = 0, errors = 0;
+  uint64_t bytes = 0;
+  struct Group {
+    std::string id, title, severity, category;
+    size_t count = 0;
+    std::vector<std::string> examples;
+  };
+  std::vector<Group> groups;
+  struct Cluster {
+    std::string templ, example_job, example_line;
+    size_t count = 0;
+  };
+  std::vector<Cluster> clusters;
+  std::vector<std::pair<std::string, std::string>> error_rows;
+};
+
+Summary summarize(const std::vector<JobRecord>& recs) {
+  Summary s;
+  std::map<std::string, Summary::Group> groups;
+  std::map<std::string, Summary::Cluster> clusters;
+  for (const auto& r : recs) {
+    ++s.jobs;
+    s.bytes += r.bytes;
+    if (r.verdict == "error") {
+      ++s.errors;
+      s.error_rows.push_back({r.job, r.error});
+    } else if (r.verdict == "diagnosed") {
+      ++s.diagnosed;
+      auto& g = groups[r.id];
+      g.id = r.id;
+      g.title = r.title;
+      g.severity = r.severity;
+      g.category = r.category;
+      ++g.count;
+      if (g.examples.size() < 3) g.examples.push_back(r.job);
+    } else {
+      r.verdict == "clean" ? ++s.clean : ++s.unrecognized;
+      if (r.verdict == "unrecognized") {
+        std::string t = line_template(r.first_error);
+        auto& c = clusters[t];
+        if (c.count++ == 0) {
+          c.templ = t;
+          c.example_job = r.job;
+          c.example_line = r.first_error;
+        }
+      }
+    }
+  }
+  for (auto& [k, g] : groups) s.groups.push_back(g);
+  std::sort(s.groups.begin(), s.groups.end(), [](const auto& a, const auto& b) {
+    if (a.count != b.count) return a.count > b.count;
+    if (a.severity != b.severity) return severity_rank(a.severity) < severity_rank(b.severity);
+    return a.id < b.id;
+  });
+  for (auto& [k, c] : clusters) s.clusters.push_back(c);
+  std::sort(s.clusters.begin(), s.clusters.end(), [](const auto& a, const auto& b) {
+    return a.count != b.count ? a.count > b.count : a.templ < b.templ;
+  });
+  return s;
+}
+
+json summary_json(const Summary& s) {
+  json groups = json::array(), clusters = json::array(), errors = json::array();
+  for (const auto& g : s.groups)
+    groups.push_back({{"id", g.id}, {"title", g.title}, {"severity", g.severity}, {"category", g.category}, {"count", g.count},
+                      {"share", s.jobs ? static_cast<double>(g.count) / static_cast<double>(s.jobs) : 0.0},
+                      {"examples", g.examples}});
+  for (const auto& c : s.clusters)
+    clusters.push_back({{"template", c.templ}, {"count", c.count}, {"example_job", c.example_job},
+                        {"example_line", sanitize_utf8(c.example_line)}});
+  for (const auto& [j, e] : s.error_rows) errors.push_back({{"job", j}, {"error", e}});
+  return {{"type", "summary"},  {"jobs", s.jobs},     {"diagnosed", s.diagnosed}, {"unrecognized", s.unrecognized},
+          {"clean", s.clean},   {"errors", s.errors}, {"bytes", s.bytes},         {"failures", groups},
+          {"unrecognized_clusters", clusters}, {"error_rows", errors}};
+}
+
+std::string csv_field(const std::string& v) {
+  if (v.find_first_of(",\"\n\r") == std::string::npos) return v;
+  std::string out = "\"";
+  for (char c : v) out += c == '"' ? std::string("\"\"") : std::string(1, c);
+  return out + "\"";
+}
+
+void render_summary(const Summary& s, const std::vector<JobRecord>& recs, const TriageOptions& o, std::ostream& out) {
+  if (o.format == "csv") {
+    out << "job,verdict,id,category,severity,initiating_rank,error\n";
+    for (const auto& r : recs) {
+      if (o.unknown_only && r.verdict != "unrecognized") continue;
+      out << csv_field(r.job) << ',' << r.verdict << ',' << r.id << ',' << r.category << ',' << r.severity << ','
+          << (r.rank ? std::to_string(*r.rank) : "") << ',' << csv_field(strip_control(r.error)) << "\n";
+    }
+    return;
+  }
+  bool md = o.format == "markdown";
+  auto pct = [&](size_t n) { return s.jobs ? 100.0 * static_cast<double>(n) / static_cast<double>(s.jobs) : 0.0; };
+  if (md) out << "# firstfault triage\n\n";
+  out << fmt::format("{} job(s): {} diagnosed, {} unrecognized, {} clean, {} error(s)\n\n", s.jobs, s.diagnosed,
+                     s.unrecognized, s.clean, s.errors);
+  if (!o.unknown_only && !s.groups.empty()) {
+    if (md) out << "| count | share | severity | entry | title | examples |\n|---:|---:|---|---|---|---|\n";
+    else out << fmt::format("{:>6} {:>6}  {:<9} {:<44} {}\n", "count", "share", "severity", "entry", "example jobs");
+    for (const auto& g : s.groups) {
+      std::string ex = fmt::format("{}", fmt::join(g.examples, ", "));
+      if (md) out << fmt::format("| {} | {:.1f}% | {} | `{}` | {} | {} |\n", g.count, pct(g.count), g.severity, g.id, g.title, ex);
+      else out << fmt::format("{:>6} {:>5.1f}%  {:<9} {:<44} {}\n", g.count, pct(g.count), g.severity, g.id, strip_control(ex));
+    }
+    out << "\n";
+  }
+  if (!s.clusters.empty()) {
+    out << (md ? "## Unrecognized failures, by first error line\n\n" : "Unrecognized failures, by first error line (write an entry for the biggest):\n");
+    for (const auto& c : s.clusters) {
+      if (md) out << fmt::format("- **{}** × `{}` (e.g. {})\n", c.count, c.templ, c.example_job);
+      else out << fmt::format("{:>6}  {}\n        e.g. {}\n", c.count, strip_control(c.templ), strip_control(c.example_job));
+    }
+    out << "\n";
+  }
+  if (!o.unknown_only && !s.error_rows.empty()) {
+    out << (md ? "## Jobs that could not be read\n\n" : "Jobs that could not be read:\n");
+    for (const auto& [j, e] : s.error_rows)
+      out << (md ? fmt::format("- `{}`: {}\n", strip_control(j), strip_control(e))
+                 : fmt::format("  {}: {}\n", strip_control(j), strip_control(e)));
+  }
+}
+
+// Reads job records back from jsonl outputs (for --merge).
+bool read_records(const std::vector<std::string>& files, std::vector<JobRecord>& recs, std::vector<std::string>& lines) {
+  std::map<std::string, std::pair<JobRecord, std::string>> by_job;
+  for (const auto& f : files) {
+    std::ifstream in(f);
+    if (!in) {
+      fmt::print(stderr, "firstfault: {}: cannot read\n", f);
+      return false;
+    }
+    std::string line;
+    size_t n = 0;
+    while (std::getline(in, line)) {
+      ++n;
+      if (trim(line).empty()) continue;
+      json j = json::parse(line, nullptr, false);
+      if (j.is_discarded() || !j.is_object()) {
+        fmt::print(stderr, "firstfault: {}:{}: not a JSON object\n", f, n);
+        return false;
+      }
+      if (j.value("type", "") != "job") continue;
+      JobRecord r;
+      r.job = j.value("job", "");
+      if (j.contains("error") && !j.contains("verdict")) {
+        r.verdict = "error";
+        r.error = j.value("error", "");
+      } else {
+        r.verdict = j.value("verdict", "");
+        r.error = j.value("error", "");
+        if (j["diagnosis"].is_object()) {
+          const json& d = j["diagnosis"];
+          r.id = d.value("id", "");
+          r.title = d.value("title", "");
+          r.category = d.value("category", "");
+          r.severity = d.value("severity", "");
+          if (d["initiating_rank"].is_number_integer()) r.rank = d["initiating_rank"].get<int>();
+        }
+        if (j["first_error"].is_object()) r.first_error = j["first_error"].value("text", "");
+        if (j["inputs"].is_array())
+          for (const auto& in2 : j["inputs"]) r.bytes += in2.value("bytes", 0ull);
+      }
+      by_job[r.job] = {r, line};
+    }
+  }
+  for (auto& [k, v] : by_job) {
+    recs.push_back(v.first);
+    lines.push_back(v.second);
+  }
+  return true;
+}
+
+}  // namespace
+
+int run_triage(const TriageOptions& o, std::ostream& out) {
+  if (o.format != "table" && o.format != "jsonl" && o.format != "csv" && o.format != "markdown") {
+    fmt::print(stderr, "firstfault: unknown --format '{}' (table, jsonl, csv, markdown)\n", o.format);
+    return kExitUsage;
+  }
+  std::vector<JobRecord> recs;
+  std::vector<std::string> json_lines;
+  if (!o.merge.empty()) {
+    if (!read_records(o.merge, recs, json_lines)) return kExitUsage;
+  } else {
+    unsigned shard_i = 1, shard_n = 1;
+    if (!o.shard.empty() && (std::sscanf(o.shard.c_str(), "%u/%u", &shard_i, &shard_n) != 2 || shard_n == 0 ||
+                             shard_i == 0 || shard_i > shard_n)) {
+      fmt::print(stderr, "firstfault: --shard must be I/N with 1 <= I <= N (got '{}')\n", o.shard);
+      return kExitUsage;
+    }
+    if (!o.job_pattern.empty()) {
+      RE2 re(o.job_pattern, RE2::Quiet);
+      if (!re.ok()) {
+        fmt::print(stderr, "firstfault: --job-pattern: {}\n", re.error());
+        return kExitUsage;
+      }
+    }
+    std::vector<LoadProblem> problems;
+    LoadOptions lo;
+    lo.check_samples = !o.common.signature_dirs.empty();
+    Library lib = load_library(o.common.signature_dirs, problems, lo, !o.common.no_builtin);
+    if (!problems.empty()) {
+      for (const auto& p : problems) fmt::print(stderr, "{}\n", p.format());
+      return kExitUsage;
+    }
+    Matcher matcher(lib);
+    if (Status st = matcher.compile(true); !st.ok()) {
+      fmt::print(stderr, "firstfault: {}\n", st.message());
+      return kExitUsage;
+    }
+    std::vector<JobRecord> discovery_errors;
+    std::vector<JobSpec> all = discover_jobs(o, discovery_errors);
+    std::vector<JobSpec> jobs;
+    for (auto& j : all)
+      if (in_shard(j.id, shard_i, shard_n)) jobs.push_back(std::move(j));
+    for (auto& e : discovery_errors)
+      if (in_shard(e.job, shard_i, shard_n)) {
+        JobSpec spec;
+        spec.id = e.job;
+        jobs.push_back(spec);  // placeholder slot so error rows keep their place in the order
+      }
+    std::sort(jobs.begin(), jobs.end(), [](const JobSpec& a, const JobSpec& b) { return a.id < b.id; });
+    std::map<std::string, JobRecord> disc_err;
+    for (auto& e : discovery_errors) disc_err[e.job] = e;
+
+    // Work items: a plain job, or all jobs of one archive (read in one pass).
+    std::vector<std::vector<size_t>> items;
+    std::map<std::string, size_t> archive_item;
+    for (size_t i = 0; i < jobs.size(); ++i) {
+      if (!jobs[i].archive.empty()) {
+        auto it = archive_item.find(jobs[i].archive);
+        if (it == archive_item.end()) {
+          archive_item[jobs[i].archive] = items.size();
+          items.push_back({i});
+        } else {
+          items[it->second].push_back(i);
+        }
+      } else {
+        items.push_back({i});
+      }
+    }
+    bool want_json = o.format == "jsonl";
+    std::vector<std::pair<JobRecord, std::string>> results(jobs.size());
+    std::vector<bool> done(jobs.size(), false);
+    std::mutex mu;
+    std::condition_variable cv;
+    std::atomic<size_t> next{0}, finished{0};
+    std::atomic<uint64_t> bytes_done{0};
+    AnalyzeOptions ao;
+    ao.rank_from = o.rank_from;
+    ao.threads = 1;  // parallelism is across jobs here
+    unsigned workers = o.jobs ? o.jobs : std::max(1u, std::thread::hardware_concurrency());
+    auto worker = [&] {
+      for (;;) {
+        size_t k = next.fetch_add(1);
+        if (k >= items.size() || g_interrupted.load()) return;
+        const auto& item = items[k];
+        if (!jobs[item[0]].archive.empty()) {
+          std::vector<const JobSpec*> js;
+          for (size_t i : item) js.push_back(&jobs[i]);
+          run_archive(js, matcher, ao, results, item, want_json);
+        } else {
+          size_t i = item[0];
+          const JobSpec& spec = jobs[i];
+          if (auto e = disc_err.find(spec.id); e != disc_err.end() && spec.files.empty()) {
+            results[i] = {e->second, want_json ? json{{"type", "job"}, {"job", spec.id}, {"error", e->second.error}}.dump() : ""};
+          } else {
+            JobResult r = analyze_paths(spec.files, matcher, ao);
+            JobRecord rec = record_of(spec.id, r.diagnosis);
+            if (!r.problems.empty()) {
+              bool all_bad = r.diagnosis.inputs.size() == r.problems.size();
+              rec.error = r.problems.front().path + ": " + r.problems.front().reason;
+              if (all_bad) rec.verdict = "error";
+            }
+            std::string line;
+            if (want_json) {
+              json j = rec.verdict == "error" ? json{{"type", "job"}, {"job", spec.id}, {"error", rec.error}}
+                                              : diagnosis_to_json(r.diagnosis, lib);
+              if (rec.verdict != "error") {
+                j["type"] = "job";
+                j["job"] = spec.id;
+                if (!rec.error.empty()) j["error"] = rec.error;
+              }
+              line = j.dump(-1, ' ', false, json::error_handler_t::replace);
+            }
+            results[i] = {rec, line};
+          }
+        }
+        {
+          std::lock_guard<std::mutex> lock(mu);
+          for (size_t i : item) {
+            done[i] = true;
+            bytes_done += results[i].first.bytes;
+          }
+          finished += item.size();
+        }
+        cv.notify_all();
+      }
+    };
+    bool show_progress = o.progress && ::isatty(STDERR_FILENO);
+    auto start = std::chrono::steady_clock::now();
+    std::vector<std::thread> pool;
+    for (unsigned w = 0; w < workers; ++w) pool.emplace_back(worker);
+    // Stream jsonl in job order while workers finish out of order (a reorder buffer).
+    size_t emitted = 0;
+    {
+      std::unique_lock<std::mutex> lock(mu);
+      while (emitted < jobs.size() && !g_interrupted.load()) {
+        cv.wait_for(lock, std::chrono::milliseconds(200));
+        while (emitted < jobs.size() && done[emitted]) {
+          if (want_json && !(o.unknown_only && results[emitted].first.verdict != "unrecognized"))
+            out << results[emitted].second << "\n";
+          ++emitted;
+        }
+        if (show_progress) {
+          double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+          double mbs = secs > 0 ? static_cast<double>(bytes_done.load()) / 1e6 / secs : 0;
+          size_t f = finished.load();
+          double eta = f ? secs * static_cast<double>(jobs.size() - f) / static_cast<double>(f) : 0;
+          fmt::print(stderr, "\r\x1b[Ktriage: {}/{} jobs  {:.1f} MB/s  ETA {:.0f}s", f, jobs.size(), mbs, eta);
+        }
+      }
+    }
+    for (auto& t : pool) t.join();
+    if (show_progress) fmt::print(stderr, "\r\x1b[K");
+    if (g_interrupted.load()) return kExitInterrupted;
+    for (auto& r : results) recs.push_back(r.first);
+    if (want_json) json_lines.clear();
+  }
+  Summary s = summarize(recs);
+  if (o.format == "jsonl") {
+    if (!o.merge.empty())
+      for (size_t i = 0; i < json_lines.size(); ++i)
+        if (!(o.unknown_only && recs[i].verdict != "unrecognized")) out << json_lines[i] << "\n";
+    out << summary_json(s).dump(-1, ' ', false, json::error_handler_t::replace) << "\n";
+  } else {
+    render_summary(s, recs, o, out);
+  }
+  out.flush();
+  // Exit: 0 when at least one job was diagnosed and none failed to read; 2 when some could not be read.
+  if (s.errors) return kExitUsage;
+  return s.diagnosed ? kExitDiagnosed : kExitUnrecognized;
+}
+
+}  // namespace firstfault

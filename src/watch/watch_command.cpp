@@ -1,0 +1,218 @@
+#include "firstfault/watch/watch_command.h"
+
+#include <fmt/format.h>
+#include <re2/re2.h>
+
+#include <atomic>
+#include <ctime>
+#include <optional>
+
+#include "firstfault/app/pipeline.h"
+#include "firstfault/signatures/loader.h"
+#include "firstfault/util/strings.h"
+#include "firstfault/watch/duration.h"
+#include "firstfault/watch/hooks.h"
+#include "firstfault/watch/metrics.h"
+
+namespace firstfault {
+
+using namespace std::chrono_literals;
+
+namespace {
+
+constexpr auto kMetricsEvery = 1s;
+
+std::string utc_iso(std::chrono::system_clock::time_point t) {
+  auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(t.time_since_epoch()).count();
+  std::time_t secs = static_cast<std::time_t>(ms / 1000);
+  std::tm tm{};
+  ::gmtime_r(&secs, &tm);
+  return fmt::format("{:04}-{:02}-{:02}T{:02}:{:02}:{:02}.{:03}Z", tm.tm_year + 1900, tm.tm_mon + 1, tm.tm_mday,
+                     tm.tm_hour, tm.tm_min, tm.tm_sec, ms % 1000);
+}
+
+double unix_seconds(std::chrono::system_clock::time_point t) {
+  return std::chrono::duration<double>(t.time_since_epoch()).count();
+}
+
+std::string safe(const std::string& s) { return strip_control(sanitize_utf8(s)); }
+
+std::optional<std::chrono::milliseconds> duration_option(const char* flag, const std::string& text, bool allow_zero) {
+  auto d = parse_duration(text);
+  if (!d.ok()) {
+    fmt::print(stderr, "firstfault: {}: {}\n", flag, d.error().message);
+    return std::nullopt;
+  }
+  if (!allow_zero && d.value().count() <= 0) {
+    fmt::print(stderr, "firstfault: {}: must be longer than 0\n", flag);
+    return std::nullopt;
+  }
+  return d.value();
+}
+
+// Environment for --exec commands, so one-liners need no JSON parsing.
+HookRunner::Env hook_env(const Alert& a) {
+  const Diagnosis& d = a.diagnosis;
+  HookRunner::Env env = {{"FIRSTFAULT_ALERT_KIND", a.kind}, {"FIRSTFAULT_ALERT_SEQ", std::to_string(a.seq)}};
+  env.push_back({"FIRSTFAULT_ENTRY", d.entry ? d.entry->id : ""});
+  env.push_back({"FIRSTFAULT_SEVERITY", d.entry ? d.entry->severity : ""});
+  env.push_back({"FIRSTFAULT_RANK", d.initiating.rank ? std::to_string(*d.initiating.rank) : ""});
+  env.push_back({"FIRSTFAULT_HOST", d.initiating.host});
+  return env;
+}
+
+}  // namespace
+
+nlohmann::json alert_to_json(const Alert& a, const Library& lib) {
+  const Diagnosis& d = a.diagnosis;
+  nlohmann::json j;
+  j["schema"] = kAlertSchema;
+  j["seq"] = a.seq;
+  j["kind"] = a.kind;
+  j["reason"] = a.reason;
+  j["time"] = utc_iso(a.time);
+  j["entry"] = d.entry ? nlohmann::json(d.entry->id) : nlohmann::json(nullptr);
+  j["title"] = d.entry ? nlohmann::json(d.entry->title) : nlohmann::json(nullptr);
+  j["severity"] = d.entry ? nlohmann::json(d.entry->severity) : nlohmann::json(nullptr);
+  j["initiating_rank"] = d.initiating.rank ? nlohmann::json(*d.initiating.rank) : nlohmann::json(nullptr);
+  j["initiating_host"] = d.initiating.host.empty() ? nlohmann::json(nullptr) : nlohmann::json(d.initiating.host);
+  if (a.stall) {
+    const StallInfo& s = *a.stall;
+    j["stall"] = {{"scope", s.scope},
+                  {"ranks", s.ranks},
+                  {"silent_seconds", std::chrono::duration<double>(s.silent).count()},
+                  {"threshold_seconds", std::chrono::duration<double>(s.threshold).count()},
+                  {"from_progress", s.from_progress},
+                  {"last_step", s.last_step >= 0 ? nlohmann::json(s.last_step) : nlohmann::json(nullptr)},
+                  {"last_line", s.last_line.empty() ? nlohmann::json(nullptr) : nlohmann::json(s.last_line)},
+                  {"file", s.file.empty() ? nlohmann::json(nullptr) : nlohmann::json(s.file)},
+                  {"line", s.line ? nlohmann::json(s.line) : nlohmann::json(nullptr)},
+                  {"active_ranks", s.active_ranks}};
+  } else {
+    j["stall"] = nullptr;
+  }
+  j["diagnosis"] = diagnosis_to_json(d, lib);
+  return j;
+}
+
+std::string render_alert_text(const Alert& a, const Library& lib, const TextStyle& style) {
+  bool stall = a.stall.has_value();
+  std::string head = fmt::format("== firstfault alert #{} [{}] {}", a.seq, a.kind, utc_iso(a.time));
+  if (style.color) head = fmt::format("\x1b[{}m{}\x1b[0m", stall ? "1;33" : "1;31", head);
+  std::string out = head + "\n" + safe(a.reason) + "\n";
+  if (stall && a.stall->scope == "job" && !a.stall->last_line.empty()) {
+    out += fmt::format("last progress: {}:{}\n  {}\n", safe(a.stall->file), a.stall->line,
+                       safe(truncate_utf8(a.stall->last_line, 400)));
+  }
+  out += "\n";
+  if (a.diagnosis.verdict == "diagnosed" || !stall) out += render_text(a.diagnosis, lib, style);
+  out += "\n";
+  return out;
+}
+
+int run_watch(const WatchOptions& o, std::ostream& out) {
+  if (o.format != "text" && o.format != "jsonl") {
+    fmt::print(stderr, "firstfault: unknown --format '{}' (text, jsonl)\n", o.format);
+    return kExitUsage;
+  }
+  WatchConfig cfg;
+  cfg.paths = o.paths;
+  cfg.rank_from = o.rank_from;
+  if (!o.stall.empty()) {
+    auto d = duration_option("--stall", o.stall, false);
+    if (!d) return kExitUsage;
+    cfg.stall = *d;
+  }
+  auto update = duration_option("--update-interval", o.update_interval, true);
+  auto exec_timeout = duration_option("--exec-timeout", o.exec_timeout, false);
+  if (!update || !exec_timeout) return kExitUsage;
+  cfg.update_interval = *update;
+  if (!o.rank_from.empty()) {
+    RE2 re(o.rank_from, RE2::Quiet);
+    if (!re.ok() || re.NumberOfCapturingGroups() < 1) {
+      fmt::print(stderr, "firstfault: --rank-from '{}' must be a valid regex with one capture group\n", o.rank_from);
+      return kExitUsage;
+    }
+  }
+  if (!o.metrics_file.empty()) {
+    // Fail now, not at the first write, when the file can never be written.
+    if (Status s = write_file_atomically(o.metrics_file, "# firstfault watch starting\n"); !s.ok()) {
+      fmt::print(stderr, "firstfault: --metrics-file: {}\n", s.message());
+      return kExitUsage;
+    }
+  }
+
+  std::vector<LoadProblem> problems;
+  LoadOptions lo;
+  lo.check_samples = !o.common.signature_dirs.empty();
+  Library lib = load_library(o.common.signature_dirs, problems, lo, !o.common.no_builtin);
+  if (!problems.empty()) {
+    for (const auto& p : problems) fmt::print(stderr, "{}\n", p.format());
+    fmt::print(stderr, "firstfault: the signature library has {} problem(s)\n", problems.size());
+    return kExitUsage;
+  }
+  Matcher matcher(lib);
+  if (Status s = matcher.compile(true); !s.ok()) {
+    fmt::print(stderr, "firstfault: {}\n", s.message());
+    return kExitUsage;
+  }
+
+  TextStyle style;
+  style.color = o.format == "text" && want_color(o.color);
+  auto report = [](const std::string& msg) { fmt::print(stderr, "firstfault: {}\n", msg); };
+  std::optional<HookRunner> hooks;
+  if (!o.exec.empty()) hooks.emplace(o.exec, *exec_timeout, report);
+
+  // Stops on SIGINT, and when nobody reads the alerts any more (`firstfault watch ... | head -1`).
+  std::atomic<bool> stop{false};
+  bool output_closed = false;
+  cfg.stop = &stop;
+  Watcher watcher(matcher, cfg);
+  auto last_metrics = std::chrono::steady_clock::now() - kMetricsEvery;
+  bool metrics_failing = false;
+  auto write_metrics = [&](bool force) {
+    if (o.metrics_file.empty()) return;
+    auto now = std::chrono::steady_clock::now();
+    if (!force && now - last_metrics < kMetricsEvery) return;
+    last_metrics = now;
+    Status s = write_file_atomically(o.metrics_file,
+                                     render_metrics(watcher.status(), unix_seconds(std::chrono::system_clock::now())));
+    if (!s.ok() && !metrics_failing) report("--metrics-file: " + s.message());  // once, not every second
+    if (s.ok() && metrics_failing) report("--metrics-file: writing again");
+    metrics_failing = !s.ok();
+  };
+
+  auto on_alert = [&](const Alert& a) {
+    std::string json = dump_json(alert_to_json(a, lib), -1) + "\n";
+    if (o.format == "jsonl") out << json;
+    else out << render_alert_text(a, lib, style);
+    out.flush();
+    if (!out) {
+      output_closed = true;
+      stop = true;
+    }
+    if (hooks) hooks->submit(a.seq, std::move(json), hook_env(a));
+    write_metrics(true);
+  };
+  auto on_tick = [&] {
+    if (g_interrupted.load()) stop = true;
+    for (const auto& n : watcher.take_notices()) report(n);
+    if (hooks) hooks->poll();
+    write_metrics(false);
+  };
+
+  WatchEnd end = watcher.run(on_alert, on_tick);
+  for (const auto& n : watcher.take_notices()) report(n);
+  bool interrupted = end == WatchEnd::kStopped && !output_closed;
+  if (hooks) hooks->finish(interrupted);
+  write_metrics(true);
+  if (interrupted) return kExitInterrupted;
+  Diagnosis d = watcher.final_diagnosis();
+  if (d.verdict == "diagnosed") return kExitDiagnosed;
+  if (!output_closed)
+    report(d.verdict == "unrecognized" ? "input ended; error lines but no known failure (run `firstfault diagnose` on the log for details)"
+                                       : "input ended; no failure seen");
+  return kExitUnrecognized;
+}
+
+}  // namespace firstfault

@@ -1,0 +1,164 @@
+#!/usr/bin/env bash
+# Reliability cases that need the real binary (exit code, stderr, pipes, FIFOs, peak memory):
+#   cli_case.sh FIRSTFAULT SOURCE_DIR CASE [ARG]
+# Each case prints what it checked; any failed check fails the test. docs/reliability.md lists
+# them. The unit-level twins are in tests/unit/reliability_test.cpp.
+set -u
+bin=$1 src=$2 case=$3 arg=${4:-}
+export TZ=UTC LC_ALL=C NO_COLOR=1
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+status=0
+fail() { echo "FAIL: $*"; status=1; }
+# run ARGS...: runs firstfault with stdout/stderr captured into $tmp/out, $tmp/err and $rc.
+run() { "$bin" "$@" > "$tmp/out" 2> "$tmp/err"; rc=$?; }
+expect_rc() { [ "$rc" = "$1" ] || fail "exit code $rc, expected $1 (stderr: $(head -c 600 "$tmp/err"))"; }
+expect_out() { grep -qF -- "$1" "$tmp/out" || fail "stdout lacks: $1"; }
+expect_err() { grep -qF -- "$1" "$tmp/err" || fail "stderr lacks: $1"; }
+expect_no_err() { [ ! -s "$tmp/err" ] || fail "unexpected stderr: $(head -c 600 "$tmp/err")"; }
+
+oom() {  # a root event on rank $1
+  printf '[rank%s]:[E1107 09:50:00.000000000 train.cpp:1] torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB. GPU 0 has a total capacity of 79.10 GiB\n' "$1"
+}
+timeout_line() {  # a collective timeout (cascade) on rank $1
+  printf '[rank%s]:[E1107 10:02:41.300000000 ProcessGroupNCCL.cpp:607] [Rank %s] Watchdog caught collective operation timeout: WorkNCCL(SeqNum=9, OpType=ALLREDUCE, NumelIn=1, NumelOut=1, Timeout(ms)=600000) ran for 600071 milliseconds before timing out.\n' "$1" "$1"
+}
+progress() {  # $1 MiB of healthy progress lines from 8 ranks
+  local lines=""
+  for r in 0 1 2 3 4 5 6 7; do
+    lines+="[rank$r]:[I1107 09:40:00.000000000 train.py:88] step 1200 loss 1.2345 lr 3.0e-04 grad_norm 0.91 tok/s 41234"$'\n'
+  done
+  yes "${lines%$'\n'}" | head -c "$(( $1 * 1024 * 1024 ))"
+}
+job() { oom 3; progress "$1"; printf '\n'; for r in 0 1 2 4 5 6 7; do timeout_line $r; done; }
+
+case $case in
+  empty)
+    : > "$tmp/empty.log"
+    run diagnose "$tmp/empty.log"
+    expect_rc 1; expect_out "No failure found"; expect_out "Read 0 line(s), 0 byte(s) from 1 input(s)"; expect_no_err ;;
+  missing_among_good)
+    oom 2 > "$tmp/rank2.log"; timeout_line 0 > "$tmp/rank0.log"
+    run diagnose "$tmp/rank2.log" "$tmp/nope.log" "$tmp/rank0.log"
+    expect_rc 2; expect_err "firstfault: $tmp/nope.log: no such file or directory"
+    expect_out "[cuda-oom]"; expect_out "Initiating rank: 2" ;;
+  unreadable_among_good)
+    # /proc/self/mem opens, then every read at offset 0 fails: unreadable even for root.
+    oom 2 > "$tmp/rank2.log"
+    run diagnose --format json "$tmp/rank2.log" /proc/self/mem
+    expect_rc 2; expect_err "firstfault: /proc/self/mem: "
+    expect_out '"id": "cuda-oom"'; expect_out '"path": "/proc/self/mem"'; expect_out '"error": ' ;;
+  truncated_gzip|truncated_zstd|truncated_xz|truncated_bzip2)
+    tool=${case#truncated_}; ext=$tool
+    job 2 > "$tmp/job.log"
+    case $tool in gzip) gzip -c "$tmp/job.log" > "$tmp/job.z" ;; zstd) zstd -q -c "$tmp/job.log" > "$tmp/job.z" ;;
+                  xz) xz -c "$tmp/job.log" > "$tmp/job.z" ;; bzip2) bzip2 -c "$tmp/job.log" > "$tmp/job.z" ;; esac
+    size=$(stat -c %s "$tmp/job.z")
+    head -c $(( size / 2 )) "$tmp/job.z" > "$tmp/cut.log.$ext"
+    run diagnose "$tmp/cut.log.$ext"
+    expect_rc 2; expect_err "firstfault: $tmp/cut.log.$ext: $tool"
+    expect_out "[cuda-oom]"; expect_out "Initiating rank: 3"
+    run diagnose --format json "$tmp/cut.log.$ext"
+    expect_rc 2; expect_out '"error": '; expect_out "\"compression\": \"$tool\"" ;;
+  fifo)
+    mkfifo "$tmp/rank1.log"
+    ( oom 1; timeout_line 0 ) > "$tmp/rank1.log" &
+    run diagnose "$tmp/rank1.log"
+    wait
+    expect_rc 0; expect_out "Initiating rank: 1"; expect_no_err ;;
+  pipe)
+    ( oom 1; timeout_line 0 ) > "$tmp/job.log"
+    "$bin" < "$tmp/job.log" > "$tmp/out" 2> "$tmp/err"; rc=$?
+    expect_rc 0; expect_out "Initiating rank: 1"; expect_no_err
+    cat "$tmp/job.log" | "$bin" diagnose --format json - > "$tmp/out" 2> "$tmp/err"; rc=$?
+    expect_rc 0; expect_out '"path": "-"' ;;
+  symlink_loop)
+    mkdir -p "$tmp/job/a" "$tmp/job/b"
+    timeout_line 0 > "$tmp/job/a/rank0.log"; oom 1 > "$tmp/job/b/rank1.log"
+    ln -s "$tmp/job" "$tmp/job/a/up"; ln -s "$tmp/job/b" "$tmp/job/a/b-again"
+    run diagnose --format json "$tmp/job"
+    expect_rc 0; expect_no_err
+    [ "$(grep -c '"path": ' "$tmp/out")" = 2 ] || fail "expected each file once: $(grep '"path": ' "$tmp/out")" ;;
+  long_line)
+    { oom 0 | head -c 60; head -c $(( 100 * 1024 * 1024 )) /dev/zero | tr '\0' x; printf '\n'; oom 5; } |
+      "$bin" diagnose --format json - > "$tmp/out" 2> "$tmp/err"; rc=$?
+    expect_rc 0; expect_out '"long_lines": 1'; expect_out '"lines": 2,'; expect_out '"truncated": true'
+    expect_out "1 line(s) longer than 65536 bytes"; expect_out '"initiating_rank": 5' ;;
+  ten_million_lines)
+    { yes x | head -n 10000000; oom 4; } | "$bin" diagnose --format json - > "$tmp/out" 2> "$tmp/err"; rc=$?
+    expect_rc 0; expect_out '"lines": 10000001,'; expect_out '"truncated": false'; expect_out '"line": 10000001,' ;;
+  stream)
+    # ARG MiB streamed through a pipe; peak RSS must stay flat (independent of the size).
+    mib=${arg:-256} limit=${FIRSTFAULT_RSS_LIMIT_MB:-160}
+    start=$(date +%s%N)
+    job "$mib" | /usr/bin/time -f '%M' -o "$tmp/rss" "$bin" diagnose --format json - > "$tmp/out" 2> "$tmp/err"; rc=$?
+    end=$(date +%s%N)
+    rss_kb=$(tail -n 1 "$tmp/rss")
+    expect_rc 0; expect_out '"id": "cuda-oom"'; expect_out '"initiating_rank": 3'
+    bytes=$(grep -m1 -o '"bytes": [0-9]*' "$tmp/out" | grep -o '[0-9]*$')
+    [ "${bytes:-0}" -gt $(( mib * 1024 * 1024 )) ] || fail "read ${bytes:-?} bytes, expected more than $mib MiB"
+    echo "streamed $mib MiB: peak RSS $(( rss_kb / 1024 )) MiB, $(( (end - start) / 1000000 )) ms"
+    [ "$rss_kb" -lt $(( limit * 1024 )) ] || fail "peak RSS $(( rss_kb / 1024 )) MiB exceeds $limit MiB" ;;
+  bad_signatures)
+    mkdir -p "$tmp/sigs/memory" "$tmp/sigs/memory/dup"
+    cat > "$tmp/sigs/memory/bad-entry.yaml" <<'YAML'
+id: bad-entry
+title: T
+category: memory
+severity: high
+patterns:
+  - name: root_line
+    role: root
+    regex: 'boom (unclosed'
+    positive: ['boom']
+    negative: ['x']
+  - name: second
+    role: cascade
+    regex: 'never'
+    positive: ['this does not match']
+    negative: ['never here']
+root_cause: x
+confirm: [x]
+prevention: [x]
+references: ['https://example.org']
+colour: red
+examples:
+  - log: kb/x.log
+    initiating_rank: 0
+YAML
+    cp "$tmp/sigs/memory/bad-entry.yaml" "$tmp/sigs/memory/dup/bad-entry.yaml"
+    oom 0 > "$tmp/job.log"
+    for cmd in "check $tmp/sigs --no-examples" "diagnose --signatures $tmp/sigs $tmp/job.log"; do
+      # shellcheck disable=SC2086
+      run $cmd
+      expect_rc 2
+      expect_err "$tmp/sigs/memory/bad-entry.yaml:8:12: invalid regex for pattern 'bad-entry/root_line'"
+      expect_err "$tmp/sigs/memory/bad-entry.yaml:20:1: unknown key 'colour' in an entry"
+      expect_err "$tmp/sigs/memory/bad-entry.yaml:1:1: missing required key 'fix'"
+      expect_err "$tmp/sigs/memory/bad-entry.yaml:14:16: pattern 'bad-entry/second' does not match its positive sample"
+      expect_err "$tmp/sigs/memory/bad-entry.yaml:15:16: pattern 'bad-entry/second' matches its negative sample"
+      expect_err "$tmp/sigs/memory/dup/bad-entry.yaml:1:1: duplicate id 'bad-entry'"
+      [ ! -s "$tmp/out" ] || fail "stdout not empty for a broken library: $(head -c 300 "$tmp/out")"
+    done ;;
+  override)
+    mkdir -p "$tmp/sigs/memory"
+    sed 's/^title: .*/title: Site-specific OOM entry/' "$src/signatures/memory/cuda-oom.yaml" > "$tmp/sigs/memory/cuda-oom.yaml"
+    oom 0 > "$tmp/job.log"
+    run diagnose --signatures "$tmp/sigs" "$tmp/job.log"
+    expect_rc 0; expect_out "Site-specific OOM entry  [cuda-oom]"
+    expect_err "$tmp/sigs/memory/cuda-oom.yaml:1:1: note: entry 'cuda-oom' overrides the built-in one (signatures/memory/cuda-oom.yaml)"
+    printf 'colour: red\n' >> "$tmp/sigs/memory/cuda-oom.yaml"
+    run diagnose --signatures "$tmp/sigs" "$tmp/job.log"
+    expect_rc 2; expect_err "$tmp/sigs/memory/cuda-oom.yaml:"; expect_err "unknown key 'colour'" ;;
+  random_binary)
+    head -c $(( 8 * 1024 * 1024 )) /dev/urandom > "$tmp/random.bin"
+    printf 'x' | dd of="$tmp/random.bin" bs=1 count=1 conv=notrunc 2>/dev/null  # never a compression magic
+    run diagnose --format json "$tmp/random.bin"
+    expect_rc 1; expect_out '"bytes": 8388608'; expect_no_err
+    run diagnose "$tmp/random.bin"
+    expect_rc 1
+    ! grep -q $'\x1b' "$tmp/out" || fail "log bytes reached the terminal as escape sequences" ;;
+  *) echo "unknown case $case"; exit 2 ;;
+esac
+[ $status = 0 ] && echo "ok: $case"
+exit $status

@@ -1,0 +1,620 @@
+// Reliability: bad input of every kind a log can contain, the resource bounds, and the replay of
+// every input the fuzzers ever broke. docs/reliability.md lists each case with its test name.
+#include <archive.h>
+#include <archive_entry.h>
+#include <catch2/catch.hpp>
+#include <fcntl.h>
+#include <fmt/format.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+#include <functional>
+#include <random>
+#include <thread>
+
+#include "firstfault/app/pipeline.h"
+#include "firstfault/correlator/correlator.h"
+#include "firstfault/reader/log_reader.h"
+#include "firstfault/render/render.h"
+#include "harness.h"
+#include "test_support.h"
+
+using namespace firstfault;
+namespace fs = std::filesystem;
+
+namespace {
+
+struct Fixture {
+  Library lib = test::repo_library();
+  Matcher matcher{lib};
+  test::TempDir dir;
+  Fixture() { REQUIRE(matcher.compile(true).ok()); }
+  JobResult run_paths(const std::vector<std::string>& paths) { return analyze_paths(paths, matcher, {}); }
+  JobResult run(const std::string& text, const std::string& name = "job.log") { return run_paths({dir.write(name, text)}); }
+  // The JSON a user would get: must always parse, whatever the log held.
+  nlohmann::json json(const Diagnosis& d) {
+    std::string text = dump_json(diagnosis_to_json(d, lib));
+    nlohmann::json j = nlohmann::json::parse(text, nullptr, false);
+    REQUIRE_FALSE(j.is_discarded());
+    return j;
+  }
+  std::string text(const Diagnosis& d) { return render_text(d, lib, TextStyle{}); }
+};
+
+std::string oom(int rank, const char* hms = "09:50:00", const char* date = "1107") {
+  return fmt::format(
+      "[rank{}]:[E{} {}.000000000 train.cpp:1] torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB. "
+      "GPU 0 has a total capacity of 79.10 GiB\n",
+      rank, date, hms);
+}
+std::string timeout(int rank, int seq, const char* hms = "10:02:41") {
+  return fmt::format(
+      "[rank{0}]:[E1107 {2}.300000000 ProcessGroupNCCL.cpp:607] [Rank {0}] Watchdog caught collective operation "
+      "timeout: WorkNCCL(SeqNum={1}, OpType=ALLREDUCE, NumelIn=1, NumelOut=1, Timeout(ms)=600000) ran for 600071 "
+      "milliseconds before timing out.\n",
+      rank, seq, hms);
+}
+
+bool write_all(int fd, std::string_view s) {
+  while (!s.empty()) {
+    ssize_t w = ::write(fd, s.data(), s.size());
+    if (w <= 0) return false;
+    s.remove_prefix(static_cast<size_t>(w));
+  }
+  return true;
+}
+
+// A FIFO fed by a thread, as a producer process would feed it: nothing touches the disk, so
+// the 100 MB and 10-million-line cases cost no temporary space.
+class FifoFeed {
+ public:
+  FifoFeed(std::string path, std::function<void(int)> produce) : path_(std::move(path)) {
+    REQUIRE(::mkfifo(path_.c_str(), 0600) == 0);
+    thread_ = std::thread([this, produce] {
+      int fd = ::open(path_.c_str(), O_WRONLY | O_CLOEXEC);
+      if (fd < 0) return;
+      produce(fd);
+      ::close(fd);
+    });
+  }
+  ~FifoFeed() { thread_.join(); }
+  const std::string& path() const { return path_; }
+
+ private:
+  std::string path_;
+  std::thread thread_;
+};
+
+// The same bytes compressed by libarchive (gzip, zstd, xz, bzip2), as the tools would write them.
+std::string compress(const std::string& text, const char* filter) {
+  struct archive* a = archive_write_new();
+  REQUIRE(archive_write_add_filter_by_name(a, filter) == ARCHIVE_OK);
+  REQUIRE(archive_write_set_format_raw(a) == ARCHIVE_OK);
+  std::vector<char> buf(text.size() + (1 << 20));
+  size_t used = 0;
+  REQUIRE(archive_write_open_memory(a, buf.data(), buf.size(), &used) == ARCHIVE_OK);
+  struct archive_entry* e = archive_entry_new();
+  archive_entry_set_pathname(e, "log");
+  archive_entry_set_filetype(e, AE_IFREG);
+  archive_entry_set_size(e, static_cast<la_int64_t>(text.size()));
+  REQUIRE(archive_write_header(a, e) == ARCHIVE_OK);
+  REQUIRE(archive_write_data(a, text.data(), text.size()) == static_cast<la_ssize_t>(text.size()));
+  archive_entry_free(e);
+  REQUIRE(archive_write_close(a) == ARCHIVE_OK);
+  archive_write_free(a);
+  return std::string(buf.data(), used);
+}
+
+// A healthy-looking middle part that does not compress to nothing (so truncating the
+// compressed file cuts the text roughly in half, not after the first kilobyte).
+std::string noise_lines(int n, uint32_t seed) {
+  std::mt19937 rng(seed);
+  std::string out;
+  for (int i = 0; i < n; ++i)
+    out += fmt::format("[rank0]:[I1107 09:5{}:00.000000000 train.py:1] step {} loss {:.6f} lr {:.3e} tok/s {}\n",
+                       (i / 1000) % 10, i, (rng() % 100000) / 100000.0 + 1.0, (rng() % 1000) * 1e-7,
+                       40000 + rng() % 10000);
+  return out;
+}
+
+const nlohmann::json& input_row(const nlohmann::json& j, size_t i) { return j.at("inputs").at(i); }
+
+bool any_contains(const std::vector<std::string>& v, const std::string& needle) {
+  for (const auto& s : v)
+    if (s.find(needle) != std::string::npos) return true;
+  return false;
+}
+
+}  // namespace
+
+// ---------------------------------------------------------------------------------------------
+// Bad input
+
+TEST_CASE("reliability: random binary is read to the end, matches nothing by accident, JSON stays valid") {
+  Fixture f;
+  std::mt19937 rng(42);
+  std::string bytes(4 << 20, '\0');
+  for (auto& c : bytes) c = static_cast<char>(rng());
+  bytes[0] = 'x';  // not a compression magic: read as text
+  JobResult r = f.run(bytes, "random.bin");
+  CHECK(r.problems.empty());
+  CHECK(r.diagnosis.verdict != "diagnosed");
+  REQUIRE(r.diagnosis.inputs.size() == 1);
+  CHECK(r.diagnosis.inputs[0].bytes == bytes.size());
+  CHECK(r.diagnosis.inputs[0].lines == static_cast<uint64_t>(std::count(bytes.begin(), bytes.end(), '\n')) + 1);
+  nlohmann::json j = f.json(r.diagnosis);
+  CHECK(input_row(j, 0)["bytes"] == bytes.size());
+  std::string t = f.text(r.diagnosis);
+  CHECK(t.find('\x1b') == std::string::npos);  // log bytes never drive the terminal
+}
+
+TEST_CASE("reliability: NUL bytes are removed before matching and never reach the output") {
+  Fixture f;
+  std::string line = oom(3);
+  line.insert(20, std::string("\0\0", 2));  // inside the c10 header
+  line.insert(60, std::string("\0", 1));    // inside the message
+  JobResult r = f.run(std::string("\0\0\0\n", 4) + line);
+  REQUIRE(r.diagnosis.entry);
+  CHECK(r.diagnosis.entry->id == "cuda-oom");
+  REQUIRE(r.diagnosis.initiating.rank);
+  CHECK(*r.diagnosis.initiating.rank == 3);
+  REQUIRE(r.diagnosis.initiating.first_evidence);
+  CHECK(r.diagnosis.initiating.first_evidence->text.find('\0') == std::string::npos);
+  CHECK(r.diagnosis.initiating.first_evidence->line == 2);
+  f.json(r.diagnosis);
+}
+
+TEST_CASE("reliability: invalid UTF-8 is replaced with U+FFFD in the JSON, which stays valid") {
+  Fixture f;
+  std::string line = oom(1);
+  line.insert(line.size() - 1, " \xff\xfe\xc3(\xed\xa0\x80 end");  // invalid bytes, truncated sequence, surrogate
+  JobResult r = f.run("caf\xe9 latin-1 line\n" + line, "bad\xffname.log");
+  REQUIRE(r.diagnosis.entry);
+  nlohmann::json j = f.json(r.diagnosis);
+  std::string text = j["diagnosis"]["first_evidence"]["text"];
+  CHECK(text.find("\xEF\xBF\xBD") != std::string::npos);
+  CHECK(text.find("end") != std::string::npos);  // valid text after the bad bytes is kept
+  std::string path = input_row(j, 0)["path"];
+  CHECK(path.find("\xEF\xBF\xBD") != std::string::npos);
+}
+
+TEST_CASE("reliability: a single 100 MB line is counted, its head matched, and the lines after it survive") {
+  Fixture f;
+  constexpr size_t kLine = 100u << 20;
+  FifoFeed feed(f.dir.path() + "/long.fifo", [&](int fd) {
+    std::string chunk(1 << 20, 'x');
+    write_all(fd, "[rank0]:[I1107 09:00:00.000000000 train.py:1] starting\n[rank0]:");
+    for (size_t sent = 8; sent < kLine; sent += chunk.size())
+      if (!write_all(fd, std::string_view(chunk).substr(0, std::min(chunk.size(), kLine - sent)))) return;
+    write_all(fd, "\n" + oom(0));
+  });
+  JobResult r = f.run_paths({feed.path()});
+  CHECK(r.problems.empty());
+  const Diagnosis& d = r.diagnosis;
+  REQUIRE(d.inputs.size() == 1);
+  CHECK(d.inputs[0].bytes == 55 + kLine + 1 + oom(0).size());
+  CHECK(d.inputs[0].lines == 3);
+  CHECK(d.inputs[0].long_lines == 1);
+  REQUIRE(d.entry);
+  CHECK(d.entry->id == "cuda-oom");
+  CHECK(d.initiating.first_evidence->line == 3);  // line numbers stay exact past the long line
+  CHECK(d.limits.truncated);
+  CHECK(any_contains(d.limits.dropped, "1 line(s) longer than 65536 bytes"));
+  CHECK(f.text(d).find("Note: some detail was dropped at a bound") != std::string::npos);
+}
+
+TEST_CASE("reliability: 10 million tiny lines are counted exactly") {
+  Fixture f;
+  constexpr uint64_t kLines = 10'000'000;
+  FifoFeed feed(f.dir.path() + "/tiny.fifo", [&](int fd) {
+    std::string chunk;
+    for (int i = 0; i < 1 << 18; ++i) chunk += "x\n";
+    uint64_t sent = 0;
+    while (sent < kLines) {
+      uint64_t n = std::min<uint64_t>(1 << 18, kLines - sent);
+      if (!write_all(fd, std::string_view(chunk).substr(0, n * 2))) return;
+      sent += n;
+    }
+    write_all(fd, oom(0));
+  });
+  JobResult r = f.run_paths({feed.path()});
+  const Diagnosis& d = r.diagnosis;
+  CHECK(d.inputs[0].lines == kLines + 1);
+  CHECK(d.total_lines == kLines + 1);
+  REQUIRE(d.entry);
+  CHECK(d.initiating.first_evidence->line == kLines + 1);
+  CHECK_FALSE(d.limits.truncated);
+}
+
+TEST_CASE("reliability: an empty file is a clean verdict with zero lines, not an error") {
+  Fixture f;
+  JobResult r = f.run("", "empty.log");
+  CHECK(r.problems.empty());
+  CHECK(r.diagnosis.verdict == "clean");
+  CHECK(r.diagnosis.inputs[0].lines == 0);
+  CHECK(r.diagnosis.inputs[0].bytes == 0);
+  CHECK(f.text(r.diagnosis).find("No failure found") != std::string::npos);
+  JobResult blank = f.run("\n\n   \n", "blank.log");
+  CHECK(blank.diagnosis.verdict == "clean");
+  CHECK(blank.diagnosis.inputs[0].lines == 3);
+}
+
+TEST_CASE("reliability: CRLF logs diagnose exactly like LF logs") {
+  Fixture f;
+  std::string lf = test::source_dir() + "/testdata/kb/nccl-allgather-uneven-batches.log";
+  std::ifstream in(lf, std::ios::binary);
+  std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  std::string crlf;
+  for (char c : text) {
+    if (c == '\n') crlf += '\r';
+    crlf += c;
+  }
+  JobResult a = f.run(text, "lf.log"), b = f.run(crlf, "crlf.log");
+  REQUIRE(a.diagnosis.entry);
+  REQUIRE(b.diagnosis.entry);
+  CHECK(a.diagnosis.entry->id == b.diagnosis.entry->id);
+  CHECK(a.diagnosis.initiating.rank == b.diagnosis.initiating.rank);
+  CHECK(a.diagnosis.initiating.method == b.diagnosis.initiating.method);
+  CHECK(a.diagnosis.initiating.first_evidence->line == b.diagnosis.initiating.first_evidence->line);
+  CHECK(a.diagnosis.initiating.first_evidence->text == b.diagnosis.initiating.first_evidence->text);  // no '\r' kept
+  CHECK(a.diagnosis.inputs[0].lines == b.diagnosis.inputs[0].lines);
+}
+
+TEST_CASE("reliability: lone CR (progress-bar redraws) splits a line into segments that are all scanned") {
+  Fixture f;
+  std::string bar;
+  for (int i = 0; i < 50; ++i) bar += fmt::format("\r[rank2]:Epoch 1: {}%|####| {}/100", i * 2, i);
+  // The error follows the last redraw on the same physical line, as tqdm leaves it.
+  std::string oomline = oom(2);
+  oomline.pop_back();
+  JobResult r = f.run("[rank2]:start\n" + bar + "\r" + oomline + "\r\n[rank2]:after\n");
+  REQUIRE(r.diagnosis.entry);
+  CHECK(r.diagnosis.entry->id == "cuda-oom");
+  CHECK(*r.diagnosis.initiating.rank == 2);
+  CHECK(r.diagnosis.initiating.first_evidence->line == 2);  // physical line numbers ('\n' only)
+  CHECK(r.diagnosis.inputs[0].lines == 3);
+  // Old Mac-style files (CR only) stay one physical line; every segment is still matched.
+  JobResult mac = f.run("[rank1]:start\r" + oom(1).substr(0, oom(1).size() - 1) + "\r[rank1]:end\r", "mac.log");
+  REQUIRE(mac.diagnosis.entry);
+  CHECK(mac.diagnosis.entry->id == "cuda-oom");
+}
+
+TEST_CASE("reliability: truncated gzip, zstd, xz and bzip2 keep the partial diagnosis and name the file") {
+  Fixture f;
+  // The root event is at the start, the cascade at the end: cutting the file keeps the root.
+  std::string log = oom(5, "09:00:00") + noise_lines(60000, 7) + timeout(0, 9) + timeout(1, 9);
+  for (const char* filter : {"gzip", "zstd", "xz", "bzip2"}) {
+    INFO(filter);
+    std::string z = compress(log, filter);
+    REQUIRE(z.size() > 4096);
+    std::string path = f.dir.write(std::string("cut-") + filter + ".log.z", z.substr(0, z.size() / 2));
+    std::string good = f.dir.write(std::string("good-") + filter + ".log.z", z);
+    JobResult whole = f.run_paths({good});
+    CHECK(whole.problems.empty());
+    CHECK(whole.diagnosis.inputs[0].lines == 60003);
+    JobResult r = f.run_paths({path});
+    REQUIRE(r.problems.size() == 1);
+    CHECK(r.problems[0].path == path);
+    CHECK(r.problems[0].reason.find(filter == std::string("bzip2") ? "bzip2" : filter) != std::string::npos);
+    const Diagnosis& d = r.diagnosis;
+    CHECK(d.inputs[0].compression == filter);
+    CHECK_FALSE(d.inputs[0].error.empty());
+    CHECK(d.inputs[0].lines > 1000);  // what was read before the cut is kept...
+    CHECK(d.inputs[0].lines < 60003);
+    REQUIRE(d.entry);                 // ...and diagnosed
+    CHECK(d.entry->id == "cuda-oom");
+    CHECK(*d.initiating.rank == 5);
+    nlohmann::json j = f.json(d);
+    CHECK(input_row(j, 0).contains("error"));
+  }
+}
+
+TEST_CASE("reliability: a corrupt or empty compressed stream is an error for that input only") {
+  Fixture f;
+  std::string good = f.dir.write("good.log", oom(2));
+  std::string z = compress(noise_lines(2000, 3), "gzip");
+  for (size_t i = 20; i < z.size(); i += 97) z[i] = static_cast<char>(z[i] ^ 0x5a);  // flipped bits mid-stream
+  std::string bad = f.dir.write("bad.log.gz", z);
+  std::string magic = f.dir.write("magic-only.gz", "\x1f\x8b");
+  JobResult r = f.run_paths({good, bad, magic});
+  REQUIRE(r.problems.size() == 2);
+  CHECK(r.problems[0].path == bad);
+  CHECK(r.problems[1].path == magic);
+  REQUIRE(r.diagnosis.entry);
+  CHECK(r.diagnosis.entry->id == "cuda-oom");
+  CHECK(r.diagnosis.inputs.size() == 3);
+}
+
+TEST_CASE("reliability: a missing path and an unreadable file among good ones are reported, the rest analysed") {
+  Fixture f;
+  std::string good = f.dir.write("rank2.log", oom(2));
+  std::string other = f.dir.write("rank0.log", timeout(0, 4));
+  // /proc/self/mem opens but every read at offset 0 fails (EIO): an unreadable file even for root.
+  JobResult r = f.run_paths({good, f.dir.path() + "/nope.log", "/proc/self/mem", other});
+  REQUIRE(r.problems.size() == 2);
+  CHECK(r.problems[0].path == f.dir.path() + "/nope.log");
+  CHECK(r.problems[0].reason == "no such file or directory");
+  CHECK(r.problems[1].path == "/proc/self/mem");
+  CHECK_FALSE(r.problems[1].reason.empty());
+  REQUIRE(r.diagnosis.entry);
+  CHECK(r.diagnosis.entry->id == "cuda-oom");
+  CHECK(r.diagnosis.inputs.size() == 4);
+  if (::geteuid() != 0) {  // permissions only bind non-root users
+    std::string locked = f.dir.write("locked.log", oom(1));
+    ::chmod(locked.c_str(), 0);
+    JobResult l = f.run_paths({good, locked});
+    REQUIRE(l.problems.size() == 1);
+    CHECK(l.problems[0].reason.find("ermission") != std::string::npos);
+  }
+}
+
+TEST_CASE("reliability: a FIFO is read like a file, also inside a directory") {
+  Fixture f;
+  fs::create_directories(f.dir.path() + "/job");
+  f.dir.write("job/rank0.log", timeout(0, 7));
+  FifoFeed feed(f.dir.path() + "/job/rank1.log", [&](int fd) { write_all(fd, oom(1) + timeout(2, 7)); });
+  JobResult r = f.run_paths({f.dir.path() + "/job"});
+  CHECK(r.problems.empty());
+  REQUIRE(r.diagnosis.inputs.size() == 2);
+  CHECK(r.diagnosis.inputs[1].lines == 2);
+  REQUIRE(r.diagnosis.entry);
+  CHECK(r.diagnosis.entry->id == "cuda-oom");
+  CHECK(*r.diagnosis.initiating.rank == 1);
+}
+
+TEST_CASE("reliability: a directory with symlink loops reads every file once and never recurses forever") {
+  Fixture f;
+  f.dir.write("job/a/rank0.log", timeout(0, 3));
+  f.dir.write("job/b/rank1.log", oom(1));
+  fs::create_directory_symlink(f.dir.path() + "/job", f.dir.path() + "/job/a/up");      // loop to the root
+  fs::create_directory_symlink(f.dir.path() + "/job/b", f.dir.path() + "/job/a/b-again");  // second link
+  fs::create_symlink("self.log", f.dir.path() + "/job/self.log");                        // ELOOP on itself
+  JobResult r = f.run_paths({f.dir.path() + "/job"});
+  CHECK(r.diagnosis.inputs.size() == 3);  // two logs + the self-loop reported as a problem row
+  REQUIRE(r.problems.size() == 1);
+  CHECK(r.problems[0].path.find("self.log") != std::string::npos);
+  REQUIRE(r.diagnosis.entry);
+  CHECK(*r.diagnosis.initiating.rank == 1);
+}
+
+TEST_CASE("reliability: timestamps out of order and from the future") {
+  Fixture f;
+  SECTION("out of order: time decides, not the order of the lines") {
+    // Rank 0's OOM is printed first but happened later than rank 1's.
+    JobResult r = f.run(oom(0, "10:00:09") + oom(1, "10:00:01") + timeout(2, 5) + timeout(3, 5));
+    REQUIRE(r.diagnosis.entry);
+    CHECK(*r.diagnosis.initiating.rank == 1);
+    CHECK(r.diagnosis.initiating.reason.find("rank 1 hit it first") != std::string::npos);
+    CHECK(r.diagnosis.initiating.candidates == std::vector<int>{1, 0});
+  }
+  SECTION("from the future: printed as the log says, compared as printed, nothing overflows") {
+    // Plain timestamps (no c10 header, whose own year-less time would win); ranks from the file names.
+    std::string msg = oom(0).substr(oom(0).find("torch."));
+    JobResult r = f.run_paths({f.dir.write("rank0.log", "2024-11-07 09:50:00 " + msg),
+                               f.dir.write("rank4.log", "2999-12-31 23:59:59 " + msg)});
+    REQUIRE(r.diagnosis.entry);
+    CHECK(*r.diagnosis.initiating.rank == 0);
+    CHECK(r.diagnosis.initiating.candidates == std::vector<int>{0, 4});
+    nlohmann::json j = f.json(r.diagnosis);
+    bool printed = false;
+    for (const auto& rk : j["ranks"])
+      if (rk["rank"] == 4) printed = rk["last_time"] == "2999-12-31T23:59:59";
+    CHECK(printed);
+  }
+  SECTION("absurd clocks (year 9999, huge dmesg uptimes) are not times, or are kept exactly") {
+    JobResult r = f.run("[99999999999999999.000000] x\n9999-12-31 23:59:59 " + oom(0).substr(8) +
+                        "[  +9999999999999.000000] y\n0000-01-01 00:00:00 " + oom(0).substr(8));
+    REQUIRE(r.diagnosis.entry);
+    f.json(r.diagnosis);
+  }
+}
+
+TEST_CASE("reliability: a log whose ranks claim thousands of different hosts") {
+  Fixture f;
+  std::string log;
+  constexpr int kRanks = 4000;
+  for (int r = 0; r < kRanks; ++r)
+    if (r != 1234) log += fmt::format("[pod/worker-{}/main] ", r) + timeout(r, 77);
+  JobResult res = f.run(log);
+  const Diagnosis& d = res.diagnosis;
+  REQUIRE(d.entry);
+  CHECK(d.initiating.method == "missing-from-timeout");
+  CHECK(*d.initiating.rank == 1234);
+  CHECK(d.ranks.size() == kRanks - 1);
+  CHECK(d.ranks[1000].host == "worker-1000");
+  CHECK(d.collateral.ranks.size() == kRanks - 1);
+  CHECK_FALSE(d.limits.truncated);
+}
+
+TEST_CASE("reliability: rank numbers no job can have are not ranks, so nothing sized by them blows up") {
+  Fixture f;
+  std::string log = "[rank2147483647]:" + oom(0).substr(8) + "[rank99999999999999]:step 5\n" +
+                    "host-a:1:1 [0] NCCL INFO comm 0x1 rank 4000000000 nranks 4294967295 cudaDev 0 busId 1000 - Init COMPLETE\n" +
+                    timeout(0, 3) + timeout(kMaxRankNumber, 3);
+  JobResult r = f.run(log);
+  const Diagnosis& d = r.diagnosis;
+  REQUIRE(d.entry);
+  for (const auto& rk : d.ranks) CHECK(rk.rank <= kMaxRankNumber);
+  CHECK(rank_or_none(kMaxRankNumber) == kMaxRankNumber);
+  CHECK(rank_or_none(int64_t{kMaxRankNumber} + 1) == -1);
+  CHECK(rank_or_none(-5) == -1);
+  f.json(d);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Resource bounds: each one, when hit, is reported as truncated with what was dropped.
+
+TEST_CASE("bounds: nothing hit means truncated false and no dropped list") {
+  Fixture f;
+  JobResult r = f.run(oom(0) + timeout(1, 2));
+  CHECK_FALSE(r.diagnosis.limits.truncated);
+  nlohmann::json j = f.json(r.diagnosis);
+  CHECK(j["truncated"] == false);
+  CHECK_FALSE(j.contains("dropped"));
+}
+
+TEST_CASE("bounds: events beyond kMaxEventsPerPattern are dropped from storage, counted, and reported") {
+  Fixture f;
+  std::string log;
+  const size_t n = kMaxEventsPerPattern + 904;
+  for (size_t i = 0; i < n; ++i) log += oom(static_cast<int>(i % 8));
+  JobResult r = f.run(log);
+  const Diagnosis& d = r.diagnosis;
+  REQUIRE(d.entry);
+  CHECK(d.entry->id == "cuda-oom");
+  CHECK(d.limits.truncated);
+  CHECK(any_contains(d.limits.dropped, fmt::format("beyond the first {} ({} matched)", kMaxEventsPerPattern, n)));
+  nlohmann::json j = f.json(d);
+  CHECK(j["truncated"] == true);
+  CHECK(j["dropped"].size() == d.limits.dropped.size());
+  CHECK(f.text(d).find("Note: some detail was dropped at a bound") != std::string::npos);
+}
+
+TEST_CASE("bounds: more than kMaxRanks distinct ranks are reported, the lines still counted") {
+  Fixture f;
+  std::string log;
+  log.reserve((kMaxRanks + 10) * 16);
+  for (size_t r = 0; r < kMaxRanks + 10; ++r) log += fmt::format("[rank{}]:ok\n", r);
+  log += oom(0);
+  JobResult res = f.run(log);
+  const Diagnosis& d = res.diagnosis;
+  CHECK(d.ranks.size() == kMaxRanks);
+  CHECK(d.total_lines == kMaxRanks + 11);
+  CHECK(d.limits.truncated);
+  CHECK(any_contains(d.limits.dropped, fmt::format("ranks beyond the first {}", kMaxRanks)));
+  REQUIRE(d.entry);
+}
+
+TEST_CASE("bounds: a line longer than kMaxLineBytes is matched on its head and reported") {
+  Fixture f;
+  std::string head = oom(6);
+  head.pop_back();
+  std::string log = head + std::string(kMaxLineBytes + 10, 'y') + "\n" + "[rank6]:after\n";
+  JobResult r = f.run(log);
+  const Diagnosis& d = r.diagnosis;
+  REQUIRE(d.entry);
+  CHECK(d.entry->id == "cuda-oom");
+  CHECK(d.inputs[0].long_lines == 1);
+  CHECK(d.inputs[0].lines == 2);
+  CHECK(d.limits.truncated);
+  CHECK(any_contains(d.limits.dropped, fmt::format("longer than {} bytes", kMaxLineBytes)));
+  nlohmann::json j = f.json(d);
+  CHECK(input_row(j, 0)["long_lines"] == 1);
+}
+
+TEST_CASE("bounds: matched text beyond kMaxEventText is cut on a UTF-8 boundary and reported") {
+  Fixture f;
+  std::string line = oom(0);
+  line.pop_back();
+  for (size_t i = 0; line.size() < kMaxEventText + 100; ++i) line += "\xC3\xA9";  // 2-byte characters
+  JobResult r = f.run(line + "\n");
+  const Diagnosis& d = r.diagnosis;
+  REQUIRE(d.initiating.first_evidence);
+  CHECK(d.initiating.first_evidence->text.size() <= kMaxEventText + 3);
+  CHECK(d.limits.truncated);
+  CHECK(any_contains(d.limits.dropped, fmt::format("beyond {} bytes", kMaxEventText)));
+  f.json(d);  // the cut never splits a character (JSON stays valid)
+}
+
+// ---------------------------------------------------------------------------------------------
+// Bad signatures: every problem at once, each with file:line:col.
+
+TEST_CASE("bad signatures: invalid regex, unknown key, duplicate id, missing field and bad samples, all at once") {
+  std::string entry = R"(id: e
+title: T
+category: memory
+severity: high
+patterns:
+  - name: root_line
+    role: root
+    regex: 'boom (unclosed'
+    positive: ['boom']
+    negative: ['x']
+  - name: second
+    role: cascade
+    regex: 'never'
+    positive: ['this does not match']
+    negative: ['never here']
+root_cause: x
+confirm: [x]
+prevention: [x]
+references: ['https://example.org']
+colour: red
+examples:
+  - log: kb/x.log
+    initiating_rank: 0
+)";
+  std::vector<SourceFile> files = {{"sigs/memory/e.yaml", entry, false}, {"sigs/memory/e2/e.yaml", entry, false}};
+  std::vector<LoadProblem> problems;
+  load_sources(files, problems);
+  std::vector<std::string> lines;
+  for (const auto& p : problems) lines.push_back(p.format());
+  auto has = [&](const std::string& s) { return any_contains(lines, s); };
+  CHECK(has("sigs/memory/e.yaml:8:12: invalid regex for pattern 'e/root_line'"));
+  CHECK(has("sigs/memory/e.yaml:20:1: unknown key 'colour' in an entry"));
+  CHECK(has("sigs/memory/e.yaml:1:1: missing required key 'fix'"));
+  CHECK(has("sigs/memory/e.yaml:14:16: pattern 'e/second' does not match its positive sample"));
+  CHECK(has("sigs/memory/e.yaml:15:16: pattern 'e/second' matches its negative sample"));
+  CHECK(has("sigs/memory/e2/e.yaml:1:1: duplicate id 'e' (also defined in sigs/memory/e.yaml)"));
+  for (const auto& l : lines) CHECK(l.rfind("sigs/memory/", 0) == 0);  // every problem names its file
+}
+
+TEST_CASE("bad signatures: an extra library overriding a built-in entry is announced with file:line:col") {
+  std::vector<LoadProblem> problems;
+  Library builtin = load_library({}, problems, {});
+  REQUIRE(problems.empty());
+  test::TempDir dir;
+  const Entry* e = builtin.find_entry("cuda-oom");
+  REQUIRE(e);
+  std::ifstream in(test::source_dir() + "/signatures/memory/cuda-oom.yaml");
+  std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  text.replace(text.find("title: "), 7, "title: Site-specific ");
+  std::string path = dir.write("memory/cuda-oom.yaml", text);
+  LoadOptions lo;
+  lo.check_samples = true;
+  Library lib = load_library({dir.path()}, problems, lo);
+  CHECK(problems.empty());  // a valid override is allowed (documented)...
+  REQUIRE(lib.overrides.size() == 1);  // ...but never silent
+  CHECK(lib.find_entry("cuda-oom")->title.rfind("Site-specific ", 0) == 0);
+  CHECK(lib.overrides[0].format() ==
+        fmt::format("{}:1:1: note: entry 'cuda-oom' overrides the built-in one (signatures/memory/cuda-oom.yaml)", path));
+  // A broken override is an error like any other (the built-in does not silently take over).
+  dir.write("memory/cuda-oom.yaml", text + "colour: red\n");
+  std::vector<LoadProblem> p2;
+  load_library({dir.path()}, p2, lo);
+  REQUIRE(p2.size() == 1);
+  CHECK(p2[0].format().rfind(path + ":", 0) == 0);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Fuzz regressions: every input a fuzzer once broke (fuzz/regressions/<target>/), replayed
+// through the same harness in every build, plus inputs at the edges of each format.
+
+TEST_CASE("fuzz regressions: every saved input passes its harness") {
+  using Fn = std::string (*)(const uint8_t*, size_t);
+  const std::pair<const char*, Fn> targets[] = {{"reader", fuzz::reader_one},
+                                                {"attribution", fuzz::attribution_one},
+                                                {"signatures", fuzz::signatures_one},
+                                                {"diagnose", fuzz::diagnose_one}};
+  const std::string edges[] = {"", std::string(1, '\0'), "\n", "\r", "\x1f\x8b", "\x28\xb5\x2f\xfd", "BZh9",
+                               "\xfd" "7zXZ", "[rank", "id:\n", "patterns:\n  - name: [", "\n---8<---\n"};
+  size_t replayed = 0;
+  for (const auto& [name, fn] : targets) {
+    for (const auto& e : edges) {
+      INFO(name << " on edge input of " << e.size() << " bytes");
+      CHECK(fn(reinterpret_cast<const uint8_t*>(e.data()), e.size()) == "");
+    }
+    fs::path dir = fs::path(test::source_dir()) / "fuzz" / "regressions" / name;
+    if (!fs::is_directory(dir)) continue;
+    for (const auto& file : fs::directory_iterator(dir)) {
+      std::ifstream in(file.path(), std::ios::binary);
+      std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+      INFO(file.path().string());
+      CHECK(fn(reinterpret_cast<const uint8_t*>(bytes.data()), bytes.size()) == "");
+      ++replayed;
+    }
+  }
+  CHECK(replayed > 0);  // the regression corpus is part of the repository
+}
