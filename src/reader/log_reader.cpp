@@ -270,22 +270,37 @@ class RangeSource : public ByteSource {
   uint64_t pos_, end_;
 };
 
-// The current member of an archive that is being walked.
+// The current member of an archive that is being walked. Block by block for the same reason
+// as ArchiveSource: a damaged member keeps what was decompressed before the damage.
 class MemberSource : public ByteSource {
  public:
   explicit MemberSource(struct archive* a) : a_(a) {}
   ssize_t read(char* buf, size_t n) override {
-    la_ssize_t r = archive_read_data(a_, buf, n);
-    if (r < 0) {
-      const char* e = archive_error_string(a_);
-      error_ = e ? e : "corrupt archive member";
-      return -1;
+    while (pending_ == 0) {
+      const void* block = nullptr;
+      size_t size = 0;
+      la_int64_t offset = 0;
+      int r = archive_read_data_block(a_, &block, &size, &offset);
+      if (r == ARCHIVE_EOF) return 0;
+      if (r < ARCHIVE_WARN) {
+        const char* e = archive_error_string(a_);
+        error_ = e ? e : "corrupt archive member";
+        return -1;
+      }
+      block_ = static_cast<const char*>(block);
+      pending_ = size;
     }
-    return r;
+    size_t k = std::min(n, pending_);
+    std::memcpy(buf, block_, k);
+    block_ += k;
+    pending_ -= k;
+    return static_cast<ssize_t>(k);
   }
 
  private:
   struct archive* a_;
+  const char* block_ = nullptr;
+  size_t pending_ = 0;
 };
 
 }  // namespace

@@ -37,8 +37,12 @@ const char* gitlab_severity(const std::string& severity) {
   return "info";
 }
 
+// Where a log line lives; standard input ("-") has no path, so it is named "stdin".
+std::string log_path(const std::string& file) { return file == "-" ? "stdin" : safe_line(file); }
+
 json physical_location(const std::string& file, uint64_t line, const std::string* snippet) {
-  json loc = {{"artifactLocation", {{"uri", path_to_uri(sanitize_utf8(file))}}}};
+  json loc = {{"artifactLocation", {{"uri", path_to_uri(log_path(file))}}}};
+  if (file == "-") loc["artifactLocation"]["description"] = {{"text", "standard input"}};
   if (line > 0) {
     loc["region"] = {{"startLine", line}};
     if (snippet) loc["region"]["snippet"] = {{"text", *snippet}};
@@ -159,7 +163,8 @@ json render_sarif(const Diagnosis& d, const Library& lib, const CiRenderOptions&
       if (a && ev.file == a->file && ev.line == a->line) continue;
       if (ev.line == 0) continue;
       std::string snippet = safe_line(truncate_utf8(ev.text, 400));
-      std::string what = fmt::format("{} ({}){}", ev.pattern, ev.role, ev.rank >= 0 ? fmt::format(" on rank {}", ev.rank) : "");
+      std::string what = fmt::format("{} ({})", ev.pattern, ev.role);
+      if (ev.rank >= 0) what += fmt::format(" on rank {}", ev.rank);
       related.push_back({{"id", id++}, {"physicalLocation", physical_location(ev.file, ev.line, &snippet)},
                          {"message", {{"text", what}}}});
     }
@@ -176,7 +181,8 @@ json render_sarif(const Diagnosis& d, const Library& lib, const CiRenderOptions&
                      {"shortDescription", {{"text", "Error lines but no known failure"}}},
                      {"fullDescription",
                       {{"text", "The job logged error lines, but no entry of firstfault's failure library matched them."}}},
-                     {"help", {{"text", "If this is a real failure mode, consider writing an entry (docs/signature-format.md)."}}},
+                     {"help",
+                      {{"text", "If this is a real failure mode, consider writing an entry (docs/signature-format.md)."}}},
                      {"defaultConfiguration", {{"level", "warning"}}}});
     results.push_back(add_result(kUnrecognizedRule, "warning", message_text(d, lib)));
   }
@@ -217,7 +223,7 @@ json render_gitlab(const Diagnosis& d, const Library& lib, const CiRenderOptions
                       {"severity", severity},
                       {"fingerprint", issue_fingerprint(check, file, text)},
                       // GitLab needs a line; 1 stands for "the file" when the log did not say.
-                      {"location", {{"path", safe_line(file)}, {"lines", {{"begin", line > 0 ? line : 1}}}}}});
+                      {"location", {{"path", log_path(file)}, {"lines", {{"begin", line > 0 ? line : 1}}}}}});
   };
   for (const InputSummary* in : failed_inputs(d))
     issue(kInputErrorCheck, "firstfault could not read this input completely: " + safe_line(in->error), "", "major", in->path,

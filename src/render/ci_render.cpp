@@ -110,7 +110,8 @@ std::vector<std::string> report_lines(const Diagnosis& d, const Library& lib, bo
     out.push_back("Fix: " + one_paragraph(e.fix));
     if (!d.alternatives.empty()) {
       std::string alts;
-      for (const auto& alt : d.alternatives) alts += fmt::format("{}{} ({:.2f})", alts.empty() ? "" : ", ", alt.id, alt.confidence);
+      for (const auto& alt : d.alternatives)
+        alts += fmt::format("{}{} ({:.2f})", alts.empty() ? "" : ", ", alt.id, alt.confidence);
       out.push_back("Also possible: " + alts);
     }
     (void)lib;
@@ -127,7 +128,8 @@ std::vector<std::string> report_lines(const Diagnosis& d, const Library& lib, bo
     if (with_title) out.push_back("No failure found");
     out.push_back("No error line and no known failure signature in the input.");
   }
-  out.push_back(fmt::format("Read {} line(s), {} byte(s) from {} input(s).", d.total_lines, d.total_bytes, d.inputs.size()));
+  out.push_back(
+      fmt::format("Read {} line(s), {} byte(s) from {} input(s).", d.total_lines, d.total_bytes, d.inputs.size()));
   return out;
 }
 
@@ -290,7 +292,8 @@ std::string render_markdown(const Diagnosis& d, const Library& lib, const CiRend
     out += "| Initiating rank | " + rank + " |\n";
     if (!d.initiating.reason.empty()) out += "| Why | " + md_escape(safe_line(d.initiating.reason)) + " |\n";
     if (a) out += "| First evidence | " + md_code(where(*a)) + " |\n";
-    out += "| Collateral | " + (d.collateral.summary.empty() ? std::string("none") : md_escape(safe_line(d.collateral.summary))) + " |\n";
+    std::string collateral = d.collateral.summary.empty() ? "none" : md_escape(safe_line(d.collateral.summary));
+    out += "| Collateral | " + collateral + " |\n";
     if (a) out += "\n" + md_block({safe_line(truncate_utf8(a->text, 400))});
     out += "\n**Fix:** ";
     auto fix = paragraphs(e.fix);
@@ -319,7 +322,8 @@ std::string render_markdown(const Diagnosis& d, const Library& lib, const CiRend
   auto failed = failed_inputs(d);
   if (!failed.empty()) {
     out += "\n**Inputs not read completely:**\n\n";
-    for (const InputSummary* in : failed) out += "- " + md_code(safe_line(in->path)) + ": " + md_escape(safe_line(in->error)) + "\n";
+    for (const InputSummary* in : failed)
+      out += "- " + md_code(safe_line(in->path)) + ": " + md_escape(safe_line(in->error)) + "\n";
   }
   std::string note = fmt::format("read {} line(s) from {} input(s)", d.total_lines, d.inputs.size());
   if (o.redacted) note += "; " + redaction_note(o);

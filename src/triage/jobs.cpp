@@ -141,7 +141,9 @@ std::vector<JobSpec> discover_jobs(const TriageOptions& o, std::vector<JobRecord
         continue;
       }
       if (!it->is_regular_file(sec) && !it->is_fifo(sec)) continue;
-      std::string rel = fs::relative(it->path(), p, sec).generic_string();
+      // Lexically: fs::relative() resolves symlinks, so a symlinked rank log became "../.." and
+      // was skipped as hidden.
+      std::string rel = it->path().lexically_relative(p).generic_string();
       if (!rel.empty() && (rel[0] == '.' || rel.find("/.") != std::string::npos)) continue;
       std::string file = it->path().string();
       std::string key = o.job_depth == 0 && !pattern ? "" : job_key(rel, o.job_depth, pattern.get());

@@ -5,6 +5,7 @@
 #include <fmt/format.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
@@ -82,7 +83,8 @@ void run_archive(const std::vector<const JobSpec*>& jobs, const Matcher& matcher
       sum.bytes = stats.bytes;
       if (!rs.ok()) sum.error = rs.message();
       s.inputs.push_back(sum);
-      if (!rs.ok()) break;  // the stream is unusable after a data error
+      // No break on a damaged member: a zip's other members stay readable; a broken stream
+      // (tar.gz, truncated tar) fails at the next header and ends the loop with archive_error.
     }
     if (r == ARCHIVE_FATAL) archive_error = archive_error_string(a) ? archive_error_string(a) : "corrupt archive";
   }
@@ -92,10 +94,13 @@ void run_archive(const std::vector<const JobSpec*>& jobs, const Matcher& matcher
     Diagnosis d = st[i].corr->finish();
     JobRecord rec = record_of(jobs[i]->id, d);
     for (const auto& in : d.inputs)
-      if (!in.error.empty()) rec.error = in.path + ": " + in.error;
-    if (d.inputs.empty()) {
+      if (!in.error.empty() && rec.error.empty()) rec.error = in.path + ": " + in.error;
+    // Nothing at all was read: an error row. Something was read: the partial verdict, plus the error.
+    bool nothing_read = std::all_of(d.inputs.begin(), d.inputs.end(),
+                                    [](const InputSummary& in) { return !in.error.empty() && in.lines == 0; });
+    if (d.inputs.empty() || nothing_read) {
       rec.verdict = "error";
-      rec.error = archive_error.empty() ? "no member of this job could be read" : archive_error;
+      if (rec.error.empty()) rec.error = archive_error.empty() ? "no member of this job could be read" : archive_error;
     }
     std::string line;
     if (want_json) {
@@ -118,6 +123,7 @@ std::string severity_rank(const std::string& s) {
 
 struct Summary {
   size_t jobs = 0, diagnosed = 0, unrecognized = 0, clean = 0, errors = 0;
+  size_t partial = 0;  // jobs with a verdict whose inputs could not all be read completely
   uint64_t bytes = 0;
   struct Group {
     std::string id, title, severity, category;
@@ -140,6 +146,10 @@ Summary summarize(const std::vector<JobRecord>& recs) {
   for (const auto& r : recs) {
     ++s.jobs;
     s.bytes += r.bytes;
+    if (r.verdict != "error" && !r.error.empty()) {  // read partially: counted by its verdict, listed here too
+      ++s.partial;
+      s.error_rows.push_back({r.job, "read partially (the verdict is from what was read): " + r.error});
+    }
     if (r.verdict == "error") {
       ++s.errors;
       s.error_rows.push_back({r.job, r.error});
@@ -189,7 +199,7 @@ json summary_json(const Summary& s) {
                         {"example_line", sanitize_utf8(c.example_line)}});
   for (const auto& [j, e] : s.error_rows) errors.push_back({{"job", j}, {"error", e}});
   return {{"type", "summary"},  {"jobs", s.jobs},     {"diagnosed", s.diagnosed}, {"unrecognized", s.unrecognized},
-          {"clean", s.clean},   {"errors", s.errors}, {"bytes", s.bytes},         {"failures", groups},
+          {"clean", s.clean},   {"errors", s.errors}, {"partial", s.partial}, {"bytes", s.bytes},         {"failures", groups},
           {"unrecognized_clusters", clusters}, {"error_rows", errors}};
 }
 
@@ -389,7 +399,10 @@ int run_triage(const TriageOptions& o, std::ostream& out) {
             JobResult r = analyze_paths(spec.files, matcher, ao);
             JobRecord rec = record_of(spec.id, r.diagnosis);
             if (!r.problems.empty()) {
-              bool all_bad = r.diagnosis.inputs.size() == r.problems.size();
+              // As in diagnose: an error row only when no input yielded a line; a truncated
+              // file keeps its partial verdict (the summary lists it as read partially).
+              bool all_bad = std::all_of(r.diagnosis.inputs.begin(), r.diagnosis.inputs.end(),
+                                         [](const InputSummary& in) { return !in.error.empty() && in.lines == 0; });
               rec.error = r.problems.front().path + ": " + r.problems.front().reason;
               if (all_bad) rec.verdict = "error";
             }
@@ -459,7 +472,7 @@ int run_triage(const TriageOptions& o, std::ostream& out) {
   }
   out.flush();
   // Exit: 0 when at least one job was diagnosed and none failed to read; 2 when some could not be read.
-  if (s.errors) return kExitUsage;
+  if (s.errors || s.partial) return kExitUsage;
   return s.diagnosed ? kExitDiagnosed : kExitUnrecognized;
 }
 

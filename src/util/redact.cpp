@@ -5,6 +5,8 @@
 
 #include <algorithm>
 #include <array>
+#include <memory>
+#include <optional>
 
 #include "firstfault/util/safe_text.h"
 #include "firstfault/util/strings.h"
@@ -175,11 +177,20 @@ size_t ipv6_at(std::string_view s, size_t i) {
   return run.size();
 }
 
-// Whether `name` occurs in `lower_text` at p as a whole word.
+// Whether text[p, p+n) is a whole word (no name character right before or after it).
 bool whole_word(std::string_view text, size_t p, size_t n) {
   if (p > 0 && is_name_char(text[p - 1])) return false;
   if (p + n < text.size() && is_name_char(text[p + n])) return false;
   return true;
+}
+
+// Service and shared accounts (CI runners, cloud images, containers): masked inside a home
+// path like any user, but not as words, where they are far more often ordinary words.
+bool generic_account(const std::string& u) {
+  static const std::array<const char*, 16> kGeneric = {"runner", "ubuntu", "admin", "user", "root", "dev",
+                                                       "data", "work", "test", "guest", "shared", "ec2-user",
+                                                       "jovyan", "vscode", "coder", "student"};
+  return std::any_of(kGeneric.begin(), kGeneric.end(), [&](const char* g) { return u == g; });
 }
 
 bool none_like(std::string_view v) {
@@ -232,7 +243,7 @@ void Redactor::learn(std::string_view text) {
   };
   auto learn_user = [&](const re2::StringPiece& g) {
     std::string u(g.data(), g.size());
-    if (u != "." && u != "..") known_users_[u] = true;
+    if (u != "." && u != "..") known_users_.insert(u);
   };
   find_all(p.home_user, text, [&](const auto& g) { learn_user(g[1]); });
   find_all(p.user_var, text, [&](const auto& g) { learn_user(g[1]); });
@@ -246,8 +257,9 @@ void Redactor::learn(std::string_view text) {
     find_all(*re, text, [&](const auto& g) { learn_host(g[1]); });
   find_all(p.fqdn, text, [&](const auto& g) {
     size_t end = offset(text, g[1]) + g[1].size();
-    if (end < text.size() && (text[end] == '(' || (text[end] == '.' && end + 1 < text.size() && is_alnum(text[end + 1]))))
-      return;  // a call or a longer dotted name (module.attr.more): code, not a host
+    bool call = end < text.size() && text[end] == '(';
+    bool longer = end + 1 < text.size() && text[end] == '.' && is_alnum(text[end + 1]);
+    if (call || longer) return;  // a call or a longer dotted name (module.attr.more): code, not a host
     size_t begin = offset(text, g[1]);
     if (begin > 0 && text[begin - 1] == '.') return;  // the tail of a longer dotted name
     std::string name = lower(std::string_view(g[1].data(), g[1].size()));
@@ -299,23 +311,38 @@ void Redactor::collect(std::string_view text, std::vector<Span>& spans) const {
   // Known hosts and users, as whole words, case-insensitively; longest names first so that
   // gpu-3.cluster.local is one span rather than gpu-3 plus a leftover domain.
   std::string ltext = lower(text);
-  std::vector<const std::string*> names;
-  for (const auto& [h, _] : known_hosts_) names.push_back(&h);
-  std::sort(names.begin(), names.end(), [](const std::string* a, const std::string* b) { return a->size() > b->size(); });
-  for (const std::string* h : names) {
-    for (size_t pos = ltext.find(*h); pos != std::string::npos; pos = ltext.find(*h, pos + 1))
-      if (whole_word(ltext, pos, h->size())) spans.push_back({pos, pos + h->size(), kHost, *h});
+  for (const std::string& h : hosts_by_length_) {
+    for (size_t pos = ltext.find(h); pos != std::string::npos; pos = ltext.find(h, pos + 1))
+      if (whole_word(ltext, pos, h.size())) spans.push_back({pos, pos + h.size(), kHost, h});
   }
-  for (const auto& [u, _] : known_users_) {
-    if (u.size() < 3) continue;  // too short to mask outside a home path without mangling words
-    for (size_t pos = text.find(u); pos != std::string_view::npos; pos = text.find(u, pos + 1))
-      if (whole_word(text, pos, u.size())) spans.push_back({pos, pos + u.size(), kUserWord, u});
+  // Outside home paths a user name is masked as a word, but not as a path or module component
+  // (mmengine/runner/runner.py) and not when it is a generic account that names no one.
+  for (const std::string& u : known_users_) {
+    if (u.size() < 3 || generic_account(u)) continue;
+    for (size_t pos = text.find(u); pos != std::string_view::npos; pos = text.find(u, pos + 1)) {
+      if (!whole_word(text, pos, u.size())) continue;
+      size_t end = pos + u.size();
+      bool after_sep = pos > 0 && (text[pos - 1] == '/' || text[pos - 1] == '.');
+      bool before_sep = end < text.size() &&
+                        (text[end] == '/' || (text[end] == '.' && end + 1 < text.size() && is_alnum(text[end + 1])));
+      if (!after_sep && !before_sep) spans.push_back({pos, end, kUserWord, u});
+    }
   }
 }
 
 std::string Redactor::mask(std::string_view text) {
-  if (text.empty()) return std::string(text);
   learn(text);
+  return mask_learned(text);
+}
+
+std::string Redactor::mask_learned(std::string_view text) {
+  if (text.empty()) return std::string(text);
+  if (hosts_by_length_.size() != known_hosts_.size()) {
+    hosts_by_length_.clear();
+    for (const auto& [h, _] : known_hosts_) hosts_by_length_.push_back(h);
+    std::stable_sort(hosts_by_length_.begin(), hosts_by_length_.end(),
+                     [](const std::string& a, const std::string& b) { return a.size() > b.size(); });
+  }
   std::vector<Span> spans;
   collect(text, spans);
   if (spans.empty()) return std::string(text);
@@ -378,7 +405,7 @@ RedactCounts redact_diagnosis(Diagnosis& d, Redactor& r) {
   for (const auto& rank : d.ranks) add_evidence_host(rank.first_event);
   add_evidence_host(d.first_error);
   for_each_text(d, [&](std::string& s) { r.learn(s); });
-  for_each_text(d, [&](std::string& s) { s = r.mask(s); });
+  for_each_text(d, [&](std::string& s) { s = r.mask_learned(s); });
   return r.counts();
 }
 

@@ -34,7 +34,7 @@ size_t ignorable_len(std::string_view s, size_t i) {
     }
     return std::min(i + 2, s.size()) - i;
   }
-  if (c < 0x20 || c == 0x7f) return 1;
+  if (c <= 0x20 || c == 0x7f) return 1;  // blanks and C0 controls
   if (c == 0xC2 && i + 1 < s.size()) {
     unsigned char d = static_cast<unsigned char>(s[i + 1]);
     if ((d >= 0x80 && d <= 0x9F) || d == 0xA0) return 2;  // C1 controls, NBSP

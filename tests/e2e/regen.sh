@@ -6,6 +6,7 @@ cd "$(dirname "$0")/../.."
 bin=${1:-build/firstfault}
 shift || true
 export TZ=UTC LC_ALL=C NO_COLOR=1
+unset GITHUB_STEP_SUMMARY  # --format github would append to the CI run's real summary
 cases=("$@")
 [ ${#cases[@]} -eq 0 ] && cases=($(ls tests/e2e | grep -v '\.sh$'))
 for c in "${cases[@]}"; do

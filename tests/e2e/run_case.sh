@@ -6,6 +6,7 @@ set -u
 bin=$1
 case_dir=$2
 export TZ=UTC LC_ALL=C NO_COLOR=1
+unset GITHUB_STEP_SUMMARY  # --format github would append to the CI run's real summary
 read -r -a args < "$case_dir/cmd"
 actual=$(mktemp)
 trap 'rm -f "$actual"' EXIT

@@ -12,12 +12,14 @@
 #include <fstream>
 #include <functional>
 #include <random>
+#include <sstream>
 #include <thread>
 
 #include "firstfault/app/pipeline.h"
 #include "firstfault/correlator/correlator.h"
 #include "firstfault/reader/log_reader.h"
 #include "firstfault/render/render.h"
+#include "firstfault/triage/triage.h"
 #include "harness.h"
 #include "test_support.h"
 
@@ -441,6 +443,126 @@ TEST_CASE("reliability: rank numbers no job can have are not ranks, so nothing s
   CHECK(rank_or_none(int64_t{kMaxRankNumber} + 1) == -1);
   CHECK(rank_or_none(-5) == -1);
   f.json(d);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Triage (batch mode): a bad job becomes an error row, every other job is still analysed.
+
+namespace {
+struct Member {
+  std::string name, text;
+};
+// An archive as tar/zip tools write it: format "ustar" or "zip", filter "none", "gzip", "zstd".
+std::string make_archive(const std::vector<Member>& members, const char* format, const char* filter) {
+  struct archive* a = archive_write_new();
+  REQUIRE(archive_write_set_format_by_name(a, format) == ARCHIVE_OK);
+  if (std::string(filter) != "none") REQUIRE(archive_write_add_filter_by_name(a, filter) == ARCHIVE_OK);
+  size_t total = 1 << 20;
+  for (const auto& m : members) total += m.text.size() + 4096;
+  std::vector<char> buf(total);
+  size_t used = 0;
+  REQUIRE(archive_write_open_memory(a, buf.data(), buf.size(), &used) == ARCHIVE_OK);
+  for (const auto& m : members) {
+    struct archive_entry* e = archive_entry_new();
+    archive_entry_set_pathname(e, m.name.c_str());
+    archive_entry_set_filetype(e, AE_IFREG);
+    archive_entry_set_perm(e, 0644);
+    archive_entry_set_size(e, static_cast<la_int64_t>(m.text.size()));
+    REQUIRE(archive_write_header(a, e) == ARCHIVE_OK);
+    REQUIRE(archive_write_data(a, m.text.data(), m.text.size()) == static_cast<la_ssize_t>(m.text.size()));
+    archive_entry_free(e);
+  }
+  REQUIRE(archive_write_close(a) == ARCHIVE_OK);
+  archive_write_free(a);
+  return std::string(buf.data(), used);
+}
+
+struct TriageRun {
+  int rc = 0;
+  std::string out;
+  nlohmann::json summary;
+};
+TriageRun triage(const std::vector<std::string>& paths) {
+  TriageOptions o;
+  o.paths = paths;
+  o.jobs = 2;
+  o.progress = false;
+  TriageRun t;
+  std::ostringstream table;
+  t.rc = run_triage(o, table);
+  t.out = table.str();
+  o.format = "jsonl";
+  std::ostringstream jsonl;
+  CHECK(run_triage(o, jsonl) == t.rc);  // the exit code does not depend on the format
+  std::string last;
+  std::istringstream lines(jsonl.str());
+  for (std::string l; std::getline(lines, l);)
+    if (!l.empty()) last = l;
+  t.summary = nlohmann::json::parse(last, nullptr, false);
+  REQUIRE_FALSE(t.summary.is_discarded());
+  return t;
+}
+// Different noise per job: identical members would compress to nothing after the first, and
+// cutting the archive at 5/6 would then land inside job a.
+std::vector<Member> three_jobs() {
+  return {{"job-a/rank0.log", oom(0) + noise_lines(20000, 11)},
+          {"job-b/rank0.log", oom(1) + noise_lines(20000, 12)},
+          {"job-c/rank0.log", oom(2) + noise_lines(20000, 13)}};
+}
+}  // namespace
+
+TEST_CASE("reliability: triage keeps the good members of an archive with a corrupt one") {
+  test::TempDir dir;
+  std::string zip = make_archive(three_jobs(), "zip", "none");
+  // Zero 300 bytes inside job-b's deflate data (after its local header and extra fields).
+  size_t name = zip.find("job-b/rank0.log");
+  REQUIRE(name != std::string::npos);
+  size_t header = name - 30;
+  size_t extra = static_cast<unsigned char>(zip[header + 28]) | static_cast<unsigned char>(zip[header + 29]) << 8;
+  size_t data = name + 15 + extra;
+  std::fill(zip.begin() + static_cast<long>(data) + 100, zip.begin() + static_cast<long>(data) + 400, '\0');
+  TriageRun t = triage({dir.write("jobs.zip", zip)});
+  CHECK(t.rc == kExitUsage);  // exit 2: something could not be read
+  CHECK(t.summary["diagnosed"] == 2);
+  CHECK(t.summary["errors"] == 1);
+  REQUIRE(t.summary["error_rows"].size() == 1);
+  CHECK(t.summary["error_rows"][0]["job"].get<std::string>().find("!job-b") != std::string::npos);
+  CHECK(t.summary["error_rows"][0]["error"].get<std::string>().find("job-b/rank0.log: ") != std::string::npos);
+  CHECK(t.out.find("Jobs that could not be read:") != std::string::npos);
+}
+
+TEST_CASE("reliability: triage of a truncated tar, tar.gz and tar.zst keeps every job read before the cut") {
+  test::TempDir dir;
+  for (const char* filter : {"none", "gzip", "zstd"}) {
+    INFO(filter);
+    std::string tar = make_archive(three_jobs(), "ustar", filter);
+    std::string path = dir.write(std::string("cut-") + filter + ".tar", tar.substr(0, tar.size() * 5 / 6));
+    TriageRun t = triage({path});
+    CHECK(t.rc == kExitUsage);
+    CHECK(t.summary["diagnosed"] == 3);  // jobs a and b whole, job c from its first part
+    CHECK(t.summary["partial"] == 1);
+    bool named = false;
+    for (const auto& row : t.summary["error_rows"])
+      if (row["job"].get<std::string>().find("!job-c") != std::string::npos) named = true;
+    CHECK(named);
+  }
+}
+
+TEST_CASE("reliability: triage reports an unreadable file and a missing path as error rows, the rest still processed") {
+  test::TempDir dir;
+  dir.write("jobs/job-a/rank0.log", oom(0));
+  dir.write("jobs/job-c/rank0.log", oom(1));
+  fs::create_directories(dir.path() + "/jobs/job-b");
+  // Unreadable even for root: every read of /proc/self/mem at offset 0 fails (EIO).
+  fs::create_symlink("/proc/self/mem", dir.path() + "/jobs/job-b/rank0.log");
+  TriageRun t = triage({dir.path() + "/jobs", dir.path() + "/missing"});
+  CHECK(t.rc == kExitUsage);
+  CHECK(t.summary["jobs"] == 4);
+  CHECK(t.summary["diagnosed"] == 2);
+  CHECK(t.summary["errors"] == 2);
+  std::string rows = t.summary["error_rows"].dump();
+  CHECK(rows.find("job-b/rank0.log") != std::string::npos);
+  CHECK(rows.find("no such file or directory") != std::string::npos);
 }
 
 // ---------------------------------------------------------------------------------------------

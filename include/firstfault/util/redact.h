@@ -12,6 +12,7 @@
 //                                                                      -> user-1, user-2, ...
 // Pseudonyms are stable within one Redactor (one run), so ranks and nodes stay correlatable.
 #include <map>
+#include <set>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -36,6 +37,8 @@ class Redactor {
   const RedactCounts& counts() const { return counts_; }
 
  private:
+  friend RedactCounts redact_diagnosis(Diagnosis& d, Redactor& r);
+  std::string mask_learned(std::string_view text);  // mask without learning (already done)
   struct Span {
     size_t begin, end;
     int kind;  // the replacement family (see redact.cpp)
@@ -57,7 +60,8 @@ class Redactor {
   void collect(std::string_view text, std::vector<Span>& spans) const;
 
   std::map<std::string, std::string> known_hosts_;  // lower-case name or alias -> canonical name
-  std::map<std::string, bool> known_users_;
+  std::vector<std::string> hosts_by_length_;        // known_hosts_ keys, longest first (for matching)
+  std::set<std::string> known_users_;
   Pseudonyms hosts_{"host-", {}}, ips_{"ip-", {}}, users_{"user-", {}};
   RedactCounts counts_;
 };
