@@ -57,6 +57,19 @@ std::optional<Library> load_for_run(const CommonOptions& o) {
 
 }  // namespace
 
+std::unique_ptr<Engine> load_engine(const CommonOptions& o) {
+  auto lib = load_for_run(o);
+  if (!lib) return nullptr;
+  auto engine = std::make_unique<Engine>();
+  engine->library = std::move(*lib);
+  engine->matcher = std::make_unique<Matcher>(engine->library);
+  if (Status s = engine->matcher->compile(true); !s.ok()) {
+    fmt::print(stderr, "firstfault: {}\n", s.message());
+    return nullptr;
+  }
+  return engine;
+}
+
 int run_diagnose(const DiagnoseOptions& o, std::ostream& out) {
   if (!is_diagnose_format(o.format)) {
     fmt::print(stderr, "firstfault: unknown --format '{}' ({})\n", o.format, fmt::join(kDiagnoseFormats, ", "));
@@ -67,13 +80,10 @@ int run_diagnose(const DiagnoseOptions& o, std::ostream& out) {
     fmt::print(stderr, "firstfault: unknown --fail-on '{}' ({})\n", o.fail_on, fail_on_choices());
     return kExitUsage;
   }
-  auto lib = load_for_run(o.common);
-  if (!lib) return kExitUsage;
-  Matcher matcher(*lib);
-  if (Status s = matcher.compile(true); !s.ok()) {
-    fmt::print(stderr, "firstfault: {}\n", s.message());
-    return kExitUsage;
-  }
+  auto engine = load_engine(o.common);
+  if (!engine) return kExitUsage;
+  const Library* lib = &engine->library;
+  const Matcher& matcher = *engine->matcher;
   AnalyzeOptions ao;
   ao.rank_from = o.rank_from;
   if (!o.rank_from.empty()) {

@@ -15,19 +15,10 @@
 namespace firstfault {
 
 int run_timeline(const TimelineOptions& o, std::ostream& out) {
-  std::vector<LoadProblem> problems;
-  LoadOptions lo;
-  lo.check_samples = !o.common.signature_dirs.empty();
-  Library lib = load_library(o.common.signature_dirs, problems, lo, !o.common.no_builtin);
-  if (!problems.empty()) {
-    for (const auto& p : problems) fmt::print(stderr, "{}\n", p.format());
-    return kExitUsage;
-  }
-  Matcher matcher(lib);
-  if (Status s = matcher.compile(true); !s.ok()) {
-    fmt::print(stderr, "firstfault: {}\n", s.message());
-    return kExitUsage;
-  }
+  auto engine = load_engine(o.common);
+  if (!engine) return kExitUsage;
+  const Library& lib = engine->library;
+  const Matcher& matcher = *engine->matcher;
   AnalyzeOptions ao;
   ao.rank_from = o.rank_from;
   JobResult r = analyze_paths(o.paths, matcher, ao);

@@ -326,19 +326,10 @@ int run_triage(const TriageOptions& o, std::ostream& out) {
         return kExitUsage;
       }
     }
-    std::vector<LoadProblem> problems;
-    LoadOptions lo;
-    lo.check_samples = !o.common.signature_dirs.empty();
-    Library lib = load_library(o.common.signature_dirs, problems, lo, !o.common.no_builtin);
-    if (!problems.empty()) {
-      for (const auto& p : problems) fmt::print(stderr, "{}\n", p.format());
-      return kExitUsage;
-    }
-    Matcher matcher(lib);
-    if (Status st = matcher.compile(true); !st.ok()) {
-      fmt::print(stderr, "firstfault: {}\n", st.message());
-      return kExitUsage;
-    }
+    auto engine = load_engine(o.common);
+    if (!engine) return kExitUsage;
+    const Library& lib = engine->library;
+    const Matcher& matcher = *engine->matcher;
     std::vector<JobRecord> discovery_errors;
     std::vector<JobSpec> all = discover_jobs(o, discovery_errors);
     std::vector<JobSpec> jobs;

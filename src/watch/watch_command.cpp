@@ -142,20 +142,10 @@ int run_watch(const WatchOptions& o, std::ostream& out) {
     }
   }
 
-  std::vector<LoadProblem> problems;
-  LoadOptions lo;
-  lo.check_samples = !o.common.signature_dirs.empty();
-  Library lib = load_library(o.common.signature_dirs, problems, lo, !o.common.no_builtin);
-  if (!problems.empty()) {
-    for (const auto& p : problems) fmt::print(stderr, "{}\n", p.format());
-    fmt::print(stderr, "firstfault: the signature library has {} problem(s)\n", problems.size());
-    return kExitUsage;
-  }
-  Matcher matcher(lib);
-  if (Status s = matcher.compile(true); !s.ok()) {
-    fmt::print(stderr, "firstfault: {}\n", s.message());
-    return kExitUsage;
-  }
+  auto engine = load_engine(o.common);
+  if (!engine) return kExitUsage;
+  const Library& lib = engine->library;
+  const Matcher& matcher = *engine->matcher;
 
   TextStyle style;
   style.color = o.format == "text" && want_color(o.color);

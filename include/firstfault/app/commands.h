@@ -1,10 +1,14 @@
 #pragma once
 // The subcommands, as functions of plain option structs, so the CLI stays thin and the tests
 // can run them without a process. Each returns the process exit code.
+#include <memory>
 #include <optional>
 #include <ostream>
 #include <string>
 #include <vector>
+
+#include "firstfault/matcher/matcher.h"
+#include "firstfault/signatures/library.h"
 
 namespace firstfault {
 
@@ -71,6 +75,15 @@ int run_explain(const ExplainOptions& o, std::ostream& out);
 int run_catalog(const CatalogOptions& o, std::ostream& out);
 int run_timeline(const TimelineOptions& o, std::ostream& out);
 std::string version_string();
+
+// The signature library and its compiled matcher, loaded once per command.
+struct Engine {
+  Library library;
+  std::unique_ptr<Matcher> matcher;  // refers to `library`: an Engine never moves (heap only)
+};
+// Loads the built-in library plus --signatures and compiles the matcher; on any problem prints
+// every message to stderr and returns nullptr (the caller exits 2).
+std::unique_ptr<Engine> load_engine(const CommonOptions& o);
 
 // Whether to colour output: --color, NO_COLOR, and whether stdout is a terminal.
 bool want_color(const std::string& mode);
