@@ -84,7 +84,10 @@ struct CheckingSink : BlockSink {
   bool unterminated_seen = false;  // a block without a trailing '\n' must be the last one
   std::string problem;
   void on_block(sv block) override {
-    if (block.empty()) problem = "empty block";
+    if (block.empty()) {
+      problem = "empty block";
+      return;
+    }
     if (unterminated_seen) problem = "a block followed a block without a trailing newline";
     if (block.back() != '\n') unterminated_seen = true;
     bytes += block.size();

@@ -1,6 +1,7 @@
 #pragma once
 // Pieces the CI renderers share (private to src/render/): which evidence line an annotation
 // points at, and the same plain-text summary for GitHub annotations and JUnit failures.
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -10,9 +11,11 @@
 
 namespace firstfault::ci {
 
-// The line a report points at: the initiating evidence when diagnosed, the first error line
-// when unrecognised; nullptr when there is none.
-const Evidence* anchor(const Diagnosis& d);
+// The line a report points at: the initiating evidence when diagnosed (for a silent rank with
+// no evidence line, its last line: where it stopped), the first error line when unrecognised;
+// nullopt when there is none.
+std::optional<Evidence> anchor(const Diagnosis& d);
+bool has_evidence(const Diagnosis& d);  // whether the anchor is an evidence line (not a last line)
 
 // YAML block scalars wrap lines anywhere: paragraphs joined back into single lines.
 std::vector<std::string> paragraphs(std::string_view text);
@@ -26,7 +29,7 @@ std::string job_name(const Diagnosis& d);
 
 // The diagnosis as plain lines (no title line when `with_title` is false), every log-derived
 // part already passed through safe_line.
-std::vector<std::string> report_lines(const Diagnosis& d, const Library& lib, bool with_title);
+std::vector<std::string> report_lines(const Diagnosis& d, bool with_title);
 
 // Inputs that could not be read completely.
 std::vector<const InputSummary*> failed_inputs(const Diagnosis& d);

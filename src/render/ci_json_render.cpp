@@ -58,9 +58,9 @@ std::string headline(const Diagnosis& d) {
 }
 
 // The headline, then the details (rank, why, evidence, collateral, fix) one per line.
-std::string message_text(const Diagnosis& d, const Library& lib) {
+std::string message_text(const Diagnosis& d) {
   std::string s = headline(d) + ".";
-  for (const auto& l : report_lines(d, lib, false)) s += "\n" + l;
+  for (const auto& l : report_lines(d, false)) s += "\n" + l;
   return s;
 }
 
@@ -140,7 +140,8 @@ std::string path_to_uri(std::string_view path) {
 json render_sarif(const Diagnosis& d, const Library& lib, const CiRenderOptions& o) {
   json rules = json::array();
   json results = json::array();
-  const Evidence* a = anchor(d);
+  std::optional<Evidence> anchored = anchor(d);
+  const Evidence* a = anchored ? &*anchored : nullptr;
   auto add_result = [&](const std::string& rule_id, const char* level, const std::string& text) {
     json r = {{"ruleId", rule_id}, {"ruleIndex", rules.size() - 1}, {"level", level}, {"message", {{"text", text}}}};
     if (a) {
@@ -155,7 +156,7 @@ json render_sarif(const Diagnosis& d, const Library& lib, const CiRenderOptions&
   if (d.verdict == "diagnosed" && d.entry) {
     const Entry& e = *d.entry;
     rules.push_back(rule_for(e));
-    json r = add_result(e.id, sarif_level(e.severity), message_text(d, lib));
+    json r = add_result(e.id, sarif_level(e.severity), message_text(d));
     // The other evidence lines (cascade on other ranks, context) as related locations.
     json related = json::array();
     int id = 1;
@@ -184,7 +185,7 @@ json render_sarif(const Diagnosis& d, const Library& lib, const CiRenderOptions&
                      {"help",
                       {{"text", "If this is a real failure mode, consider writing an entry (docs/signature-format.md)."}}},
                      {"defaultConfiguration", {{"level", "warning"}}}});
-    results.push_back(add_result(kUnrecognizedRule, "warning", message_text(d, lib)));
+    results.push_back(add_result(kUnrecognizedRule, "warning", message_text(d)));
   }
   // Unreadable inputs are the tool's own trouble, not findings: SARIF reports them as
   // notifications of a run that did not fully succeed.
@@ -228,7 +229,8 @@ json render_gitlab(const Diagnosis& d, const Library& lib, const CiRenderOptions
   for (const InputSummary* in : failed_inputs(d))
     issue(kInputErrorCheck, "firstfault could not read this input completely: " + safe_line(in->error), "", "major", in->path,
           0, "");
-  const Evidence* a = anchor(d);
+  std::optional<Evidence> anchored = anchor(d);
+  const Evidence* a = anchored ? &*anchored : nullptr;
   std::string file = a ? a->file : (d.inputs.empty() ? "-" : d.inputs.front().path);
   if (d.verdict == "diagnosed" && d.entry)
     issue(d.entry->id, headline(d), body, gitlab_severity(d.entry->severity), file, a ? a->line : 0, a ? a->text : "");

@@ -27,13 +27,23 @@ bool redacts_by_default(std::string_view f) { return is_ci_format(f); }
 
 namespace ci {
 
-const Evidence* anchor(const Diagnosis& d) {
-  if (d.verdict == "diagnosed") {
-    if (d.initiating.first_evidence) return &*d.initiating.first_evidence;
-    if (!d.evidence.empty()) return &d.evidence.front();
-    return nullptr;
+bool has_evidence(const Diagnosis& d) { return d.initiating.first_evidence || !d.evidence.empty(); }
+
+std::optional<Evidence> anchor(const Diagnosis& d) {
+  if (d.verdict != "diagnosed") return d.first_error;
+  if (d.initiating.first_evidence) return d.initiating.first_evidence;
+  if (!d.evidence.empty()) return d.evidence.front();
+  for (const auto& r : d.ranks) {
+    if (!d.initiating.rank || r.rank != *d.initiating.rank || r.last_line_no == 0) continue;
+    Evidence e;
+    e.file = r.last_file;
+    e.line = r.last_line_no;
+    e.rank = r.rank;
+    e.host = r.host;
+    e.text = r.last_line;
+    return e;
   }
-  return d.first_error ? &*d.first_error : nullptr;
+  return std::nullopt;
 }
 
 std::vector<std::string> paragraphs(std::string_view text) {
@@ -93,9 +103,10 @@ std::string where(const Evidence& e) {
   return e.line > 0 ? fmt::format("{}:{}", f, e.line) : f;
 }
 
-std::vector<std::string> report_lines(const Diagnosis& d, const Library& lib, bool with_title) {
+std::vector<std::string> report_lines(const Diagnosis& d, bool with_title) {
   std::vector<std::string> out;
-  const Evidence* a = anchor(d);
+  std::optional<Evidence> anchored = anchor(d);
+  const Evidence* a = anchored ? &*anchored : nullptr;
   if (d.verdict == "diagnosed" && d.entry) {
     const Entry& e = *d.entry;
     if (with_title) out.push_back(fmt::format("{} [{}]", e.title, e.id));
@@ -103,7 +114,7 @@ std::vector<std::string> report_lines(const Diagnosis& d, const Library& lib, bo
     out.push_back("Initiating rank: " + rank_phrase(d));
     if (!d.initiating.reason.empty()) out.push_back("Why: " + safe_line(d.initiating.reason));
     if (a) {
-      out.push_back("First evidence: " + where(*a));
+      out.push_back(std::string(has_evidence(d) ? "First evidence: " : "Last line of the initiating rank: ") + where(*a));
       out.push_back("  " + safe_line(truncate_utf8(a->text, 400)));
     }
     if (!d.collateral.summary.empty()) out.push_back("Collateral: " + safe_line(d.collateral.summary));
@@ -114,7 +125,6 @@ std::vector<std::string> report_lines(const Diagnosis& d, const Library& lib, bo
         alts += fmt::format("{}{} ({:.2f})", alts.empty() ? "" : ", ", alt.id, alt.confidence);
       out.push_back("Also possible: " + alts);
     }
-    (void)lib;
     return out;
   }
   if (d.verdict == "unrecognized") {
@@ -265,14 +275,14 @@ std::string render_github(const Diagnosis& d, const Library& lib, const CiRender
     at.file = in->path;
     command("error", &at, "firstfault: input not read", {safe_line(in->path) + ": " + safe_line(in->error)});
   }
-  const Evidence* a = anchor(d);
+  std::optional<Evidence> anchored = anchor(d);
+  const Evidence* a = anchored ? &*anchored : nullptr;
   if (d.verdict == "diagnosed" && d.entry)
-    command("error", a, fmt::format("{} [{}]", d.entry->title, d.entry->id), report_lines(d, lib, false));
+    command("error", a, fmt::format("{} [{}]", d.entry->title, d.entry->id), report_lines(d, false));
   else if (d.verdict == "unrecognized")
-    command("warning", a, "firstfault: no known failure matched", report_lines(d, lib, false));
+    command("warning", a, "firstfault: no known failure matched", report_lines(d, false));
   else if (failed_inputs(d).size() < d.inputs.size() || d.inputs.empty())
-    command("notice", nullptr, "firstfault: no failure found", report_lines(d, lib, false));
-  (void)o;
+    command("notice", nullptr, "firstfault: no failure found", report_lines(d, false));
   return out;
 }
 
@@ -280,7 +290,8 @@ std::string render_github(const Diagnosis& d, const Library& lib, const CiRender
 
 std::string render_markdown(const Diagnosis& d, const Library& lib, const CiRenderOptions& o) {
   std::string out;
-  const Evidence* a = anchor(d);
+  std::optional<Evidence> anchored = anchor(d);
+  const Evidence* a = anchored ? &*anchored : nullptr;
   if (d.verdict == "diagnosed" && d.entry) {
     const Entry& e = *d.entry;
     out += fmt::format("### firstfault: {}\n\n", e.title);
@@ -291,7 +302,7 @@ std::string render_markdown(const Diagnosis& d, const Library& lib, const CiRend
     if (d.initiating.rank && !d.initiating.host.empty()) rank += " on host " + md_code(safe_line(d.initiating.host));
     out += "| Initiating rank | " + rank + " |\n";
     if (!d.initiating.reason.empty()) out += "| Why | " + md_escape(safe_line(d.initiating.reason)) + " |\n";
-    if (a) out += "| First evidence | " + md_code(where(*a)) + " |\n";
+    if (a) out += std::string(has_evidence(d) ? "| First evidence | " : "| Last line | ") + md_code(where(*a)) + " |\n";
     std::string collateral = d.collateral.summary.empty() ? "none" : md_escape(safe_line(d.collateral.summary));
     out += "| Collateral | " + collateral + " |\n";
     if (a) out += "\n" + md_block({safe_line(truncate_utf8(a->text, 400))});
@@ -341,10 +352,11 @@ std::string render_junit(const Diagnosis& d, const Library& lib, const CiRenderO
   for (const InputSummary* in : failed_inputs(d))
     cases.push_back({"firstfault.input", "read " + safe_line(in->path), safe_line(in->path), "error", "input-error",
                      "could not read the input completely", safe_line(in->path) + ": " + safe_line(in->error)});
-  const Evidence* a = anchor(d);
+  std::optional<Evidence> anchored = anchor(d);
+  const Evidence* a = anchored ? &*anchored : nullptr;
   std::string job = job_name(d);
   std::string body;
-  for (const auto& l : report_lines(d, lib, false)) body += l + "\n";
+  for (const auto& l : report_lines(d, false)) body += l + "\n";
   std::string file = a && a->file != "-" ? safe_line(a->file) : "";
   if (d.verdict == "diagnosed" && d.entry)
     cases.push_back({"firstfault." + d.entry->category, job, file, "failure", d.entry->id,

@@ -90,6 +90,14 @@ class FileChecker {
     }
   }
 
+  // The key itself: an empty value (`key:` or `key: # comment`) has no position of its own
+  // (yaml-cpp marks the next token), so problems with it point at the key.
+  static YAML::Node key_node(const YAML::Node& map, const char* key) {
+    for (auto it = map.begin(); it != map.end(); ++it)
+      if (it->first.IsScalar() && it->first.Scalar() == key) return it->first;
+    return map;
+  }
+
   std::string scalar(const YAML::Node& map, const char* key, bool required) {
     YAML::Node n = map[key];
     if (!n) {
@@ -97,7 +105,8 @@ class FileChecker {
       return "";
     }
     if (!n.IsScalar()) {
-      error(n, fmt::format("'{}' must be a string", key));
+      if (n.IsNull()) error(key_node(map, key), fmt::format("'{}' is empty (expected a string)", key));
+      else error(n, fmt::format("'{}' must be a string", key));
       return "";
     }
     std::string v = n.Scalar();
@@ -113,7 +122,8 @@ class FileChecker {
       return out;
     }
     if (!n.IsSequence()) {
-      error(n, fmt::format("'{}' must be a list", key));
+      if (n.IsNull()) error(key_node(map, key), fmt::format("'{}' is empty (expected a list)", key));
+      else error(n, fmt::format("'{}' must be a list", key));
       return out;
     }
     for (const auto& item : n) {

@@ -61,11 +61,14 @@ int diagnose(DiagnoseOptions o, std::string& out, const char* step_summary = nul
   return rc;
 }
 
-// The evidence line the report should point at: the initiating one (nullptr for a job-wide
-// diagnosis without evidence lines, such as a silent hang).
-const Evidence* anchor_of(const Diagnosis& d) {
-  if (d.initiating.first_evidence) return &*d.initiating.first_evidence;
-  return d.evidence.empty() ? nullptr : &d.evidence.front();
+// The line the report should point at: the initiating evidence, or for a rank that went silent
+// without any evidence line, that rank's last line.
+std::pair<std::string, uint64_t> anchor_of(const Diagnosis& d) {
+  if (d.initiating.first_evidence) return {d.initiating.first_evidence->file, d.initiating.first_evidence->line};
+  if (!d.evidence.empty()) return {d.evidence.front().file, d.evidence.front().line};
+  for (const auto& r : d.ranks)
+    if (d.initiating.rank && r.rank == *d.initiating.rank) return {r.last_file, r.last_line_no};
+  return {"", 0};
 }
 
 // Structural SARIF 2.1.0 check of what GitHub code scanning and other viewers rely on.
@@ -219,14 +222,11 @@ TEST_CASE("ci: SARIF is structurally valid 2.1.0 for every example log of the li
       ++diagnosed;
       const json& res = s["runs"][0]["results"][0];
       CHECK(res["ruleId"] == d.entry->id);
-      const Evidence* a = anchor_of(d);
-      if (!a) {
-        CHECK(res["locations"].empty());
-        continue;
-      }
+      auto [file, line] = anchor_of(d);
+      REQUIRE(line > 0);
       const json& pl = res["locations"][0]["physicalLocation"];
-      CHECK(pl["artifactLocation"]["uri"] == path_to_uri(a->file));
-      CHECK(pl["region"]["startLine"] == a->line);
+      CHECK(pl["artifactLocation"]["uri"] == path_to_uri(file));
+      CHECK(pl["region"]["startLine"] == line);
     }
   }
   CHECK(diagnosed > 100);

@@ -81,7 +81,9 @@ class FifoFeed {
       ::close(fd);
     });
   }
-  ~FifoFeed() { thread_.join(); }
+  ~FifoFeed() {
+    if (thread_.joinable()) thread_.join();
+  }
   const std::string& path() const { return path_; }
 
  private:
@@ -681,6 +683,16 @@ examples:
   CHECK(has("sigs/memory/e.yaml:15:16: pattern 'e/second' matches its negative sample"));
   CHECK(has("sigs/memory/e2/e.yaml:1:1: duplicate id 'e' (also defined in sigs/memory/e.yaml)"));
   for (const auto& l : lines) CHECK(l.rfind("sigs/memory/", 0) == 0);  // every problem names its file
+}
+
+TEST_CASE("bad signatures: `use:` with an empty value is an error, not an entry-local pattern (fuzz finding)") {
+  std::ifstream in(test::source_dir() + "/fuzz/regressions/signatures/use-empty-value.yaml");
+  std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  REQUIRE_FALSE(text.empty());
+  std::vector<LoadProblem> problems;
+  load_sources({{"sigs/memory/use-empty-value.yaml", text, false}}, problems);
+  REQUIRE(problems.size() == 1);
+  CHECK(problems[0].format() == "sigs/memory/use-empty-value.yaml:11:5: 'use' is empty (expected a string)");
 }
 
 TEST_CASE("bad signatures: an extra library overriding a built-in entry is announced with file:line:col") {
