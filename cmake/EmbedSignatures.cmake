@@ -11,3 +11,16 @@ function(firstfault_embed_signatures SIG_DIR OUT_CPP)
     COMMENT "Embedding the signature library"
     VERBATIM)
 endfunction()
+
+# Runs TOOL (tools/snapshot.cpp) to validate the embedded library, sample lines included, and
+# write OUT_CPP with its binary snapshot, which start-up reads instead of the YAML. A bad
+# signature fails the build with file:line:col. TOOL links the embedded YAML, so it reruns
+# whenever a signature file or the loader changes.
+function(firstfault_snapshot_signatures TOOL OUT_CPP)
+  add_custom_command(
+    OUTPUT ${OUT_CPP}
+    COMMAND ${TOOL} ${OUT_CPP}
+    DEPENDS ${TOOL}
+    COMMENT "Validating the signature library and writing its snapshot"
+    VERBATIM)
+endfunction()

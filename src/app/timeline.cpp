@@ -7,8 +7,10 @@
 
 #include "firstfault/app/commands.h"
 #include "firstfault/app/pipeline.h"
+#include "firstfault/render/ci_render.h"
 #include "firstfault/render/render.h"
 #include "firstfault/signatures/loader.h"
+#include "firstfault/util/redact.h"
 #include "firstfault/util/safe_text.h"
 #include "firstfault/util/strings.h"
 
@@ -22,7 +24,12 @@ int run_timeline(const TimelineOptions& o, std::ostream& out) {
   AnalyzeOptions ao;
   ao.rank_from = o.rank_from;
   JobResult r = analyze_paths(o.paths, matcher, ao);
-  for (const auto& p : r.problems) fmt::print(stderr, "firstfault: {}: {}\n", p.path, p.reason);
+  // As in diagnose: masked once, before anything (stderr included) is printed, so both formats are covered.
+  bool redact = o.redact.value_or(redacts_by_default(o.format));
+  Redactor redactor;
+  if (redact) redact_diagnosis(r.diagnosis, redactor);
+  auto shown = [&](const std::string& s) { return safe_line(redact ? redactor.mask(s) : s); };
+  for (const auto& p : r.problems) fmt::print(stderr, "firstfault: {}: {}\n", shown(p.path), shown(p.reason));
   if (r.interrupted) return kExitInterrupted;
   const Diagnosis& d = r.diagnosis;
   if (o.format == "json") {

@@ -7,6 +7,7 @@
 #include <csignal>
 #include <cstring>
 #include <iostream>
+#include <optional>
 #include <set>
 
 #include "firstfault/app/cli_docs.h"
@@ -43,6 +44,16 @@ int main(int argc, char** argv) {
   bool show_man = false;
   app.add_flag("--help-man", show_man, "Print the man page (roff), generated from this definition")->group("");
 
+  // --redact/--no-redact. Without either the option stays unset and the format's default applies.
+  struct RedactFlag {
+    bool on = false;
+    CLI::Option* flag = nullptr;
+    std::optional<bool> value() const { return flag->count() > 0 ? std::optional<bool>(on) : std::nullopt; }
+  };
+  auto add_redact = [](CLI::App* sub, RedactFlag& f, const std::string& help) {
+    f.flag = sub->add_flag("--redact,!--no-redact", f.on, "Mask hosts, IPs, e-mails, user names and secrets" + help);
+  };
+
   CommonOptions common;
   auto add_common = [&](CLI::App* sub) {
     sub->add_option("--signatures", common.signature_dirs, "Extra signature directory (same id overrides a built-in)")
@@ -59,10 +70,8 @@ int main(int argc, char** argv) {
       ->check(CLI::IsMember(kDiagnoseFormats));
   diag->add_option("--fail-on", dopt.fail_on, "When to exit 1: none, unrecognized (default), any, or a severity")
       ->check(CLI::IsMember({"none", "unrecognized", "any", "critical", "high", "medium", "low"}));
-  bool redact = false;
-  auto* redact_flag = diag->add_flag("--redact,!--no-redact", redact,
-                                     "Mask hosts, IPs, e-mails, user names and secrets (default: on for github, "
-                                     "gitlab, sarif, junit, markdown)");
+  RedactFlag diag_redact;
+  add_redact(diag, diag_redact, " (default: on for github, gitlab, sarif, junit, markdown)");
   diag->add_option("--color", dopt.color, "Colour: auto, always, never")->check(CLI::IsMember({"auto", "always", "never"}));
   diag->add_option("--rank-from", dopt.rank_from, "Regex with one capture group that takes the rank from a file path")
       ->type_name("REGEX");
@@ -102,6 +111,8 @@ int main(int argc, char** argv) {
   timeline->add_option("-f,--format", topt.format, "Output format")->check(CLI::IsMember({"text", "json"}));
   timeline->add_option("--rank-from", topt.rank_from, "Regex with one capture group that takes the rank from a file path")
       ->type_name("REGEX");
+  RedactFlag timeline_redact;
+  add_redact(timeline, timeline_redact, " (default: off)");
   add_common(timeline);
 
   WatchOptions wopt;
@@ -122,6 +133,8 @@ int main(int argc, char** argv) {
   watch->add_option("--color", wopt.color, "Colour: auto, always, never")->check(CLI::IsMember({"auto", "always", "never"}));
   watch->add_option("--rank-from", wopt.rank_from, "Regex with one capture group that takes the rank from a file path")
       ->type_name("REGEX");
+  RedactFlag watch_redact;
+  add_redact(watch, watch_redact, " in alerts, --exec input and metrics (default: off)");
   add_common(watch);
   watch->footer(kWatchHelp);
 
@@ -143,6 +156,8 @@ int main(int argc, char** argv) {
       ->allow_extra_args(true);
   triage->add_option("--rank-from", tropt.rank_from, "Regex with one capture group that takes the rank from a file path");
   triage->add_flag("!--no-progress", tropt.progress, "No progress bar on stderr");
+  RedactFlag triage_redact;
+  add_redact(triage, triage_redact, " (default: on for markdown)");
   add_common(triage);
 
   try {
@@ -164,11 +179,12 @@ int main(int argc, char** argv) {
   try {
     if (*triage) {
       tropt.common = common;
+      tropt.redact = triage_redact.value();
       return run_triage(tropt, std::cout);
     }
     if (*diag) {
       dopt.common = common;
-      if (redact_flag->count() > 0) dopt.redact = redact;
+      dopt.redact = diag_redact.value();
       return run_diagnose(dopt, std::cout);
     }
     if (*check) {
@@ -189,10 +205,12 @@ int main(int argc, char** argv) {
     }
     if (*timeline) {
       topt.common = common;
+      topt.redact = timeline_redact.value();
       return run_timeline(topt, std::cout);
     }
     if (*watch) {
       wopt.common = common;
+      wopt.redact = watch_redact.value();
       return run_watch(wopt, std::cout);
     }
     if (*completions) {

@@ -289,7 +289,7 @@ void Correlator::apply_tail_progress() {
       for (size_t def : tail_defs_) {
         const PatternDef& p = lib_.patterns[def];
         auto it = std::find(p.capture_names.begin(), p.capture_names.end(), "step");
-        if (!p.re || it == p.capture_names.end()) continue;
+        if (it == p.capture_names.end() || !p.re) continue;
         size_t n = p.capture_names.size();
         std::vector<re2::StringPiece> groups(n + 1);
         re2::StringPiece text(body.data(), body.size());

@@ -49,9 +49,10 @@ void Matcher::match(std::string_view body, std::vector<int>& hits) const {
     // The set's DFA ran out of memory on this input: fall back to one regex at a time, so a
     // pathological line costs time, never a missed match.
     set_hits.clear();
-    for (size_t i = 0; i < line_defs_.size(); ++i)
-      if (lib_.patterns[line_defs_[i]].re && RE2::PartialMatch(text, *lib_.patterns[line_defs_[i]].re))
-        set_hits.push_back(static_cast<int>(i));
+    for (size_t i = 0; i < line_defs_.size(); ++i) {
+      const RE2* re = lib_.patterns[line_defs_[i]].re.get();
+      if (re && RE2::PartialMatch(text, *re)) set_hits.push_back(static_cast<int>(i));
+    }
   }
   for (int i : set_hits) hits.push_back(static_cast<int>(line_defs_[static_cast<size_t>(i)]));
   std::sort(hits.begin(), hits.end());
@@ -62,8 +63,8 @@ void Matcher::match_potentials(std::string_view body, const int* potentials, siz
   re2::StringPiece text(body.data(), body.size());
   for (size_t k = 0; k < count; ++k) {
     size_t def = line_defs_[static_cast<size_t>(potentials[k])];
-    const PatternDef& p = lib_.patterns[def];
-    if (p.re && RE2::PartialMatch(text, *p.re)) hits.push_back(static_cast<int>(def));
+    const RE2* re = lib_.patterns[def].re.get();
+    if (re && RE2::PartialMatch(text, *re)) hits.push_back(static_cast<int>(def));
   }
   std::sort(hits.begin(), hits.end());
 }
@@ -71,11 +72,12 @@ void Matcher::match_potentials(std::string_view body, const int* potentials, siz
 Captures Matcher::extract(size_t def, std::string_view body) const {
   Captures out;
   const PatternDef& p = lib_.patterns[def];
-  if (!p.re) return out;
+  const RE2* re = p.re.get();
+  if (!re) return out;
   size_t n = p.capture_names.size();
   std::vector<re2::StringPiece> groups(n + 1);
   re2::StringPiece text(body.data(), body.size());
-  if (!p.re->Match(text, 0, text.size(), RE2::UNANCHORED, groups.data(), static_cast<int>(n + 1))) return out;
+  if (!re->Match(text, 0, text.size(), RE2::UNANCHORED, groups.data(), static_cast<int>(n + 1))) return out;
   for (size_t i = 0; i < n; ++i) {
     if (p.capture_names[i].empty() || groups[i + 1].data() == nullptr) continue;
     out.emplace_back(p.capture_names[i], std::string(groups[i + 1].data(), groups[i + 1].size()));

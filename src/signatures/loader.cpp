@@ -12,6 +12,7 @@
 
 #include "firstfault/attribution/line_attributor.h"
 #include "firstfault/signatures/embedded.h"
+#include "firstfault/signatures/snapshot.h"
 #include "firstfault/util/strings.h"
 
 namespace firstfault {
@@ -46,6 +47,31 @@ std::string Override::format() const {
   std::string what = kind == "file" ? "file" : fmt::format("{} '{}'", kind, name);
   return fmt::format("{}:{}:{}: note: {} overrides the built-in one ({})", loc.file, std::max(loc.line, 1), std::max(loc.col, 1),
                      what, builtin_file);
+}
+
+LazyRegex::LazyRegex(std::string pattern) : state_(std::make_shared<State>()) { state_->pattern = std::move(pattern); }
+
+const std::string& LazyRegex::pattern() const {
+  static const std::string none;
+  return state_ ? state_->pattern : none;
+}
+
+const RE2* LazyRegex::get() const {
+  if (!state_) return nullptr;
+  std::call_once(state_->once, [s = state_.get()] {
+    RE2::Options opt;
+    opt.set_log_errors(false);
+    opt.set_max_mem(8 << 20);
+    auto re = std::make_unique<RE2>(s->pattern, opt);
+    if (re->ok()) s->re = std::move(re);
+    else s->error = re->error();
+  });
+  return state_->re.get();
+}
+
+const std::string& LazyRegex::error() const {
+  static const std::string none;
+  return get() || !state_ ? none : state_->error;
 }
 
 std::string LoadProblem::format() const {
@@ -143,18 +169,6 @@ class FileChecker {
   size_t errors_ = 0;
 };
 
-std::shared_ptr<RE2> compile(const std::string& regex, std::string& err) {
-  RE2::Options opt;
-  opt.set_log_errors(false);
-  opt.set_max_mem(8 << 20);
-  auto re = std::make_shared<RE2>(regex, opt);
-  if (!re->ok()) {
-    err = re->error();
-    return nullptr;
-  }
-  return re;
-}
-
 // True when `line`, as the pipeline would see it, matches `re` on its body.
 bool sample_matches(const RE2& re, const std::string& line) {
   std::string scratch;
@@ -186,10 +200,10 @@ bool parse_pattern_def(FileChecker& fc, const YAML::Node& node, const std::strin
   def.positive = fc.list(node, "positive", true);
   def.negative = fc.list(node, "negative", true);
   if (!def.regex.empty()) {
-    std::string err;
-    def.re = compile(def.regex, err);
-    if (!def.re) {
-      fc.error(node["regex"], fmt::format("invalid regex for pattern '{}': {}", name, err));
+    def.re = LazyRegex(def.regex);
+    if (!def.re) {  // compiled here, not on first use, so the problem has its file:line:col
+      fc.error(node["regex"], fmt::format("invalid regex for pattern '{}': {}", name, def.re.error()));
+      def.re = {};
     } else {
       def.capture_names.assign(static_cast<size_t>(def.re->NumberOfCapturingGroups()), "");
       for (const auto& [cap, idx] : def.re->NamedCapturingGroups())
@@ -531,9 +545,8 @@ Library load_sources(const std::vector<SourceFile>& sources, std::vector<LoadPro
               if (def.re && std::find(def.capture_names.begin(), def.capture_names.end(), rule.capture) ==
                                 def.capture_names.end())
                 fc.error(c->first, fmt::format("pattern '{}' has no capture named '{}'", it->first.Scalar(), rule.capture));
-              std::string err;
-              rule.re = compile("^(?:" + c->second.Scalar() + ")$", err);
-              if (!rule.re) fc.error(c->second, "invalid regex: " + err);
+              rule.re = LazyRegex("^(?:" + c->second.Scalar() + ")$");
+              if (!rule.re) fc.error(c->second, "invalid regex: " + rule.re.error());  // compiled now, as above
               else e.match.captures.push_back(rule);
             }
           }
@@ -575,6 +588,10 @@ Library load_sources(const std::vector<SourceFile>& sources, std::vector<LoadPro
 
 Library load_library(const std::vector<std::string>& extra_dirs, std::vector<LoadProblem>& problems,
                      const LoadOptions& options, bool include_builtin) {
+  // The built-ins alone come from the snapshot the build validated (samples included). A caller
+  // checking samples is validating (`check`), so it gets the YAML; so does a stale or bad snapshot.
+  if (extra_dirs.empty() && include_builtin && !options.check_samples)
+    if (auto lib = deserialize_library(builtin_snapshot(), builtin_source_key())) return std::move(*lib);
   // A file under an extra directory with the same relative path as a built-in file replaces
   // it whole (so `check signatures/` validates the working copy, not the embedded copy too).
   std::vector<SourceFile> extra;

@@ -10,14 +10,18 @@
 #include <chrono>
 #include <condition_variable>
 #include <fstream>
+#include <functional>
 #include <map>
 #include <mutex>
+#include <set>
 #include <thread>
 
 #include "firstfault/app/line_feed.h"
 #include "firstfault/app/pipeline.h"
+#include "firstfault/render/ci_render.h"
 #include "firstfault/render/render.h"
 #include "firstfault/signatures/loader.h"
+#include "firstfault/util/redact.h"
 #include "firstfault/util/strings.h"
 
 namespace firstfault {
@@ -42,9 +46,34 @@ JobRecord record_of(const std::string& job, const Diagnosis& d) {
   return r;
 }
 
+// One job's outcome, kept until it is written in job order.
+struct JobOutput {
+  JobRecord rec;
+  std::optional<Diagnosis> diagnosis;  // what its jsonl line shows (none: only the error)
+  std::string line;                    // the jsonl line, once finished
+};
+
+// Masks a job's outcome (with `r`), builds its jsonl line and drops the diagnosis. Without
+// --redact the workers call it; with it the writer does, in job order, so that one Redactor
+// numbers the pseudonyms of the whole run the same way whatever -j is.
+void finish_output(JobOutput& o, Redactor* r, bool want_json, const Library& lib) {
+  if (r) {
+    if (o.diagnosis) redact_diagnosis(*o.diagnosis, *r);  // first: it knows the job's hosts
+    for (std::string* s : {&o.rec.job, &o.rec.error, &o.rec.first_error}) *s = r->mask(*s);
+  }
+  if (want_json) {
+    json j = o.diagnosis ? diagnosis_to_json(*o.diagnosis, lib) : json::object();
+    j["type"] = "job";
+    j["job"] = o.rec.job;
+    if (!o.diagnosis || !o.rec.error.empty()) j["error"] = o.rec.error;
+    o.line = j.dump(-1, ' ', false, json::error_handler_t::replace);
+  }
+  o.diagnosis.reset();
+}
+
 // Analyses the jobs of one archive in a single pass over it.
 void run_archive(const std::vector<const JobSpec*>& jobs, const Matcher& matcher, const AnalyzeOptions& ao,
-                 std::vector<std::pair<JobRecord, std::string>>& results, const std::vector<size_t>& slots, bool want_json) {
+                 std::vector<JobOutput>& results, const std::vector<size_t>& slots, bool want_json, bool redact) {
   const std::string& path = jobs.front()->archive;
   std::map<std::string, size_t> member_job;  // member -> index into jobs
   for (size_t i = 0; i < jobs.size(); ++i)
@@ -102,18 +131,10 @@ void run_archive(const std::vector<const JobSpec*>& jobs, const Matcher& matcher
       rec.verdict = "error";
       if (rec.error.empty()) rec.error = archive_error.empty() ? "no member of this job could be read" : archive_error;
     }
-    std::string line;
-    if (want_json) {
-      json j = rec.verdict == "error" && d.inputs.empty() ? json{{"type", "job"}, {"job", rec.job}, {"error", rec.error}}
-                                                          : diagnosis_to_json(d, matcher.library());
-      if (!(rec.verdict == "error" && d.inputs.empty())) {
-        j["type"] = "job";
-        j["job"] = rec.job;
-        if (!rec.error.empty()) j["error"] = rec.error;
-      }
-      line = j.dump(-1, ' ', false, json::error_handler_t::replace);
-    }
-    results[slots[i]] = {rec, line};
+    JobOutput& out = results[slots[i]];
+    out.rec = std::move(rec);
+    if (!(out.rec.verdict == "error" && d.inputs.empty())) out.diagnosis = std::move(d);
+    if (!redact) finish_output(out, nullptr, want_json, matcher.library());
   }
 }
 
@@ -251,6 +272,66 @@ void render_summary(const Summary& s, const std::vector<JobRecord>& recs, const 
   }
 }
 
+// A job record from its jsonl line (for --merge).
+JobRecord record_of_json(const json& j) {
+  JobRecord r;
+  r.job = j.value("job", "");
+  if (j.contains("error") && !j.contains("verdict")) {
+    r.verdict = "error";
+    r.error = j.value("error", "");
+    return r;
+  }
+  r.verdict = j.value("verdict", "");
+  r.error = j.value("error", "");
+  if (j.contains("diagnosis") && j["diagnosis"].is_object()) {
+    const json& d = j["diagnosis"];
+    r.id = d.value("id", "");
+    r.title = d.value("title", "");
+    r.category = d.value("category", "");
+    r.severity = d.value("severity", "");
+    if (d.contains("initiating_rank") && d["initiating_rank"].is_number_integer())
+      r.rank = d["initiating_rank"].get<int>();
+  }
+  if (j.contains("first_error") && j["first_error"].is_object()) r.first_error = j["first_error"].value("text", "");
+  if (j.contains("inputs") && j["inputs"].is_array())
+    for (const auto& in : j["inputs"]) r.bytes += in.value("bytes", 0ull);
+  return r;
+}
+
+// Calls fn on every log-derived string of a jsonl job line: every string but those under the
+// library's and the schema's own keys, so a field unknown here is masked rather than missed.
+// Capture names come from patterns, so every capture value counts.
+void for_each_json_text(json& j, const std::function<void(std::string&)>& fn, bool all = false) {
+  static const std::set<std::string> kTrusted = {
+      "schema", "type", "verdict", "id", "title", "category", "severity", "role", "rank_method", "root_cause",
+      "confirm", "fix", "prevention", "references", "related", "compression", "pattern", "time", "last_time"};
+  if (j.is_string()) fn(j.get_ref<std::string&>());
+  else if (j.is_array())
+    for (auto& v : j) for_each_json_text(v, fn, all);
+  else if (j.is_object())
+    for (auto& [k, v] : j.items())
+      if (all || !kTrusted.count(k)) for_each_json_text(v, fn, all || k == "captures");
+}
+
+// --merge with --redact: shard lines are JSON, not Diagnoses, so they are masked as JSON, job by
+// job in output order with the run's Redactor, hosts first in rank order (as redact_diagnosis
+// does); the records are then read back from the masked lines. Lines a shard masked stay masked.
+void redact_merged(std::vector<JobRecord>& recs, std::vector<std::string>& lines, Redactor& r) {
+  auto host_of = [&](const json& o, const char* key) {
+    if (o.is_object() && o.contains(key) && o[key].is_string()) r.add_host(o[key].get<std::string>());
+  };
+  for (size_t i = 0; i < lines.size(); ++i) {
+    json j = json::parse(lines[i], nullptr, false);
+    if (j.contains("ranks") && j["ranks"].is_array())
+      for (const auto& rank : j["ranks"]) host_of(rank, "host");
+    if (j.contains("diagnosis")) host_of(j["diagnosis"], "initiating_host");
+    for_each_json_text(j, [&](std::string& s) { r.learn(s); });
+    for_each_json_text(j, [&](std::string& s) { s = r.mask(s); });
+    recs[i] = record_of_json(j);
+    lines[i] = j.dump(-1, ' ', false, json::error_handler_t::replace);
+  }
+}
+
 // Reads job records back from jsonl outputs (for --merge).
 bool read_records(const std::vector<std::string>& files, std::vector<JobRecord>& recs, std::vector<std::string>& lines) {
   std::map<std::string, std::pair<JobRecord, std::string>> by_job;
@@ -271,26 +352,7 @@ bool read_records(const std::vector<std::string>& files, std::vector<JobRecord>&
         return false;
       }
       if (j.value("type", "") != "job") continue;
-      JobRecord r;
-      r.job = j.value("job", "");
-      if (j.contains("error") && !j.contains("verdict")) {
-        r.verdict = "error";
-        r.error = j.value("error", "");
-      } else {
-        r.verdict = j.value("verdict", "");
-        r.error = j.value("error", "");
-        if (j["diagnosis"].is_object()) {
-          const json& d = j["diagnosis"];
-          r.id = d.value("id", "");
-          r.title = d.value("title", "");
-          r.category = d.value("category", "");
-          r.severity = d.value("severity", "");
-          if (d["initiating_rank"].is_number_integer()) r.rank = d["initiating_rank"].get<int>();
-        }
-        if (j["first_error"].is_object()) r.first_error = j["first_error"].value("text", "");
-        if (j["inputs"].is_array())
-          for (const auto& in2 : j["inputs"]) r.bytes += in2.value("bytes", 0ull);
-      }
+      JobRecord r = record_of_json(j);
       by_job[r.job] = {r, line};
     }
   }
@@ -310,8 +372,11 @@ int run_triage(const TriageOptions& o, std::ostream& out) {
   }
   std::vector<JobRecord> recs;
   std::vector<std::string> json_lines;
+  bool redact = o.redact.value_or(redacts_by_default(o.format));
+  Redactor redactor;
   if (!o.merge.empty()) {
     if (!read_records(o.merge, recs, json_lines)) return kExitUsage;
+    if (redact) redact_merged(recs, json_lines, redactor);
   } else {
     unsigned shard_i = 1, shard_n = 1;
     if (!o.shard.empty() && (std::sscanf(o.shard.c_str(), "%u/%u", &shard_i, &shard_n) != 2 || shard_n == 0 ||
@@ -362,7 +427,7 @@ int run_triage(const TriageOptions& o, std::ostream& out) {
       }
     }
     bool want_json = o.format == "jsonl";
-    std::vector<std::pair<JobRecord, std::string>> results(jobs.size());
+    std::vector<JobOutput> results(jobs.size());
     std::vector<bool> done(jobs.size(), false);
     std::mutex mu;
     std::condition_variable cv;
@@ -372,20 +437,31 @@ int run_triage(const TriageOptions& o, std::ostream& out) {
     ao.rank_from = o.rank_from;
     ao.threads = 1;  // parallelism is across jobs here
     unsigned workers = o.jobs ? o.jobs : std::max(1u, std::thread::hardware_concurrency());
+    // Workers stay within a window of the writer, so one slow job cannot make every later
+    // finished job wait in memory (items are in order of their first job, so the item holding
+    // the job the writer waits for was taken before any worker can block here).
+    const size_t window = 32 * static_cast<size_t>(workers);
+    size_t emitted = 0;  // guarded by mu
     auto worker = [&] {
       for (;;) {
         size_t k = next.fetch_add(1);
         if (k >= items.size() || g_interrupted.load()) return;
         const auto& item = items[k];
+        {
+          std::unique_lock<std::mutex> lock(mu);
+          while (item[0] >= emitted + window && !g_interrupted.load()) cv.wait_for(lock, std::chrono::milliseconds(200));
+        }
+        if (g_interrupted.load()) return;
         if (!jobs[item[0]].archive.empty()) {
           std::vector<const JobSpec*> js;
           for (size_t i : item) js.push_back(&jobs[i]);
-          run_archive(js, matcher, ao, results, item, want_json);
+          run_archive(js, matcher, ao, results, item, want_json, redact);
         } else {
           size_t i = item[0];
           const JobSpec& spec = jobs[i];
+          JobOutput& res = results[i];
           if (auto e = disc_err.find(spec.id); e != disc_err.end() && spec.files.empty()) {
-            results[i] = {e->second, want_json ? json{{"type", "job"}, {"job", spec.id}, {"error", e->second.error}}.dump() : ""};
+            res.rec = e->second;
           } else {
             JobResult r = analyze_paths(spec.files, matcher, ao);
             JobRecord rec = record_of(spec.id, r.diagnosis);
@@ -397,25 +473,16 @@ int run_triage(const TriageOptions& o, std::ostream& out) {
               rec.error = r.problems.front().path + ": " + r.problems.front().reason;
               if (all_bad) rec.verdict = "error";
             }
-            std::string line;
-            if (want_json) {
-              json j = rec.verdict == "error" ? json{{"type", "job"}, {"job", spec.id}, {"error", rec.error}}
-                                              : diagnosis_to_json(r.diagnosis, lib);
-              if (rec.verdict != "error") {
-                j["type"] = "job";
-                j["job"] = spec.id;
-                if (!rec.error.empty()) j["error"] = rec.error;
-              }
-              line = j.dump(-1, ' ', false, json::error_handler_t::replace);
-            }
-            results[i] = {rec, line};
+            res.rec = std::move(rec);
+            if (res.rec.verdict != "error") res.diagnosis = std::move(r.diagnosis);
           }
+          if (!redact) finish_output(res, nullptr, want_json, lib);
         }
         {
           std::lock_guard<std::mutex> lock(mu);
           for (size_t i : item) {
             done[i] = true;
-            bytes_done += results[i].first.bytes;
+            bytes_done += results[i].rec.bytes;
           }
           finished += item.size();
         }
@@ -427,15 +494,20 @@ int run_triage(const TriageOptions& o, std::ostream& out) {
     std::vector<std::thread> pool;
     for (unsigned w = 0; w < workers; ++w) pool.emplace_back(worker);
     // Stream jsonl in job order while workers finish out of order (a reorder buffer).
-    size_t emitted = 0;
     {
       std::unique_lock<std::mutex> lock(mu);
       while (emitted < jobs.size() && !g_interrupted.load()) {
         cv.wait_for(lock, std::chrono::milliseconds(200));
         while (emitted < jobs.size() && done[emitted]) {
-          if (want_json && !(o.unknown_only && results[emitted].first.verdict != "unrecognized"))
-            out << results[emitted].second << "\n";
+          // The workers are done with this job: it is masked and written without the lock.
+          lock.unlock();
+          JobOutput& res = results[emitted];
+          if (redact) finish_output(res, &redactor, want_json, lib);
+          if (want_json && !(o.unknown_only && res.rec.verdict != "unrecognized")) out << res.line << "\n";
+          std::string().swap(res.line);  // written: only the small record stays for the summary
+          lock.lock();
           ++emitted;
+          cv.notify_all();  // a worker may be waiting for the window to move
         }
         if (show_progress) {
           double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
@@ -449,7 +521,7 @@ int run_triage(const TriageOptions& o, std::ostream& out) {
     for (auto& t : pool) t.join();
     if (show_progress) fmt::print(stderr, "\r\x1b[K");
     if (g_interrupted.load()) return kExitInterrupted;
-    for (auto& r : results) recs.push_back(r.first);
+    for (auto& r : results) recs.push_back(std::move(r.rec));
     if (want_json) json_lines.clear();
   }
   Summary s = summarize(recs);

@@ -5,9 +5,11 @@
 
 #include <atomic>
 #include <ctime>
+#include <map>
 #include <optional>
 
 #include "firstfault/app/pipeline.h"
+#include "firstfault/render/ci_render.h"
 #include "firstfault/signatures/loader.h"
 #include "firstfault/util/strings.h"
 #include "firstfault/watch/duration.h"
@@ -61,7 +63,32 @@ HookRunner::Env hook_env(const Alert& a) {
   return env;
 }
 
+// The metrics carry library ids, kinds and rank numbers, no log text; their labels are masked
+// anyway, so a label that ever carries log text cannot get past --redact.
+void redact_status(WatchStatus& s, Redactor& r) {
+  s.entry = r.mask(s.entry);
+  std::map<std::pair<std::string, std::string>, uint64_t> alerts;
+  for (const auto& [key, n] : s.alerts) alerts[{key.first, r.mask(key.second)}] += n;
+  s.alerts = std::move(alerts);
+}
+
 }  // namespace
+
+void redact_alert(Alert& a, Redactor& r) {
+  // The reason and the stall line are learned from first, so what only they reveal is masked in
+  // the diagnosis too.
+  r.learn(a.reason);
+  if (a.stall) {
+    r.learn(a.stall->last_line);
+    r.learn(a.stall->file);
+  }
+  redact_diagnosis(a.diagnosis, r);
+  a.reason = r.mask(a.reason);
+  if (a.stall) {
+    a.stall->last_line = r.mask(a.stall->last_line);
+    a.stall->file = r.mask(a.stall->file);
+  }
+}
 
 nlohmann::json alert_to_json(const Alert& a, const Library& lib) {
   const Diagnosis& d = a.diagnosis;
@@ -150,6 +177,11 @@ int run_watch(const WatchOptions& o, std::ostream& out) {
   TextStyle style;
   style.color = o.format == "text" && want_color(o.color);
   auto report = [](const std::string& msg) { fmt::print(stderr, "firstfault: {}\n", msg); };
+  // --redact: everything that leaves the process goes through one Redactor first: alerts on
+  // stdout, the JSON and environment of --exec, the metrics file and the notices on stderr.
+  bool redact = o.redact.value_or(redacts_by_default(o.format));
+  Redactor redactor;
+  auto notice = [&](const std::string& n) { report(redact ? redactor.mask(n) : n); };
   std::optional<HookRunner> hooks;
   if (!o.exec.empty()) hooks.emplace(o.exec, *exec_timeout, report);
 
@@ -165,14 +197,19 @@ int run_watch(const WatchOptions& o, std::ostream& out) {
     auto now = std::chrono::steady_clock::now();
     if (!force && now - last_metrics < kMetricsEvery) return;
     last_metrics = now;
-    Status s = write_file_atomically(o.metrics_file,
-                                     render_metrics(watcher.status(), unix_seconds(std::chrono::system_clock::now())));
+    WatchStatus st = watcher.status();
+    if (redact) redact_status(st, redactor);
+    double now_s = unix_seconds(std::chrono::system_clock::now());
+    Status s = write_file_atomically(o.metrics_file, render_metrics(st, now_s));
     if (!s.ok() && !metrics_failing) report("--metrics-file: " + s.message());  // once, not every second
     if (s.ok() && metrics_failing) report("--metrics-file: writing again");
     metrics_failing = !s.ok();
   };
 
-  auto on_alert = [&](const Alert& a) {
+  auto on_alert = [&](const Alert& raw) {
+    std::optional<Alert> masked;
+    if (redact) redact_alert(masked.emplace(raw), redactor);
+    const Alert& a = masked ? *masked : raw;
     std::string json = dump_json(alert_to_json(a, lib), -1) + "\n";
     if (o.format == "jsonl") out << json;
     else out << render_alert_text(a, lib, style);
@@ -186,13 +223,13 @@ int run_watch(const WatchOptions& o, std::ostream& out) {
   };
   auto on_tick = [&] {
     if (g_interrupted.load()) stop = true;
-    for (const auto& n : watcher.take_notices()) report(n);
+    for (const auto& n : watcher.take_notices()) notice(n);
     if (hooks) hooks->poll();
     write_metrics(false);
   };
 
   WatchEnd end = watcher.run(on_alert, on_tick);
-  for (const auto& n : watcher.take_notices()) report(n);
+  for (const auto& n : watcher.take_notices()) notice(n);
   bool interrupted = end == WatchEnd::kStopped && !output_closed;
   if (hooks) hooks->finish(interrupted);
   write_metrics(true);

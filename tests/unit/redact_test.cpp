@@ -1,10 +1,23 @@
 #include <catch2/catch.hpp>
+#include <fcntl.h>
+#include <fmt/format.h>
+#include <unistd.h>
 
+#include <chrono>
+#include <fstream>
+#include <regex>
+#include <set>
+#include <sstream>
+#include <thread>
+
+#include "firstfault/app/commands.h"
 #include "firstfault/app/pipeline.h"
 #include "firstfault/render/ci_render.h"
 #include "firstfault/render/render.h"
+#include "firstfault/triage/triage.h"
 #include "firstfault/util/redact.h"
 #include "firstfault/util/safe_text.h"
+#include "firstfault/watch/watch_command.h"
 #include "test_support.h"
 
 using namespace firstfault;
@@ -32,6 +45,130 @@ std::vector<std::pair<std::string, std::string>> all_formats(const Diagnosis& d,
           {"sarif", render_sarif(d, lib, co).dump()},
           {"gitlab", render_gitlab(d, lib, co).dump()},
           {"junit", render_junit(d, lib, co)}};
+}
+
+// The seeded log: every kind of secret, an e-mail address, IPv4 and IPv6 addresses, hosts and a
+// user name, in lines of a real NCCL failure.
+std::string leaky_log() { return test::source_dir() + "/testdata/e2e/leaky-secrets.log"; }
+
+// What the seeded log holds that no masked output may show.
+const std::vector<std::string>& seeded() {
+  static const std::vector<std::string> s = {
+      "hf_AbCdEfGhIjKlMnOpQrStUvWxYz0123456789", "hf_ZyXwVuTsRqPoNmLkJiHgFeDcBa9876543210",
+      "0123456789abcdef0123456789abcdef01234567", "AKIAIOSFODNN7EXAMPLE", "wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY",
+      "ghp_0123456789abcdefghijABCDEFGHIJ0123456789", "eyJhbGciOiJIUzI1NiJ9", "s3cretpass",
+      "hooks.slack.com/services", "xoxb-123456789012", "sk-proj-abcdefghijklmnopqrstuvwxyz012345",
+      "alice", "example-corp.com", "10.10.1.21", "10.10.1.22", "fd00:10:1::22", "gpu-node-01", "gpu-node-02",
+      "corp.example.net"};
+  return s;
+}
+
+// The seeded values `out` still shows.
+std::vector<std::string> leaks(const std::string& out) {
+  std::vector<std::string> found;
+  for (const auto& s : seeded())
+    if (out.find(s) != std::string::npos) found.push_back(s);
+  return found;
+}
+
+std::string slurp(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+// The distinct values the groups of `re` (one per alternative) take in `text`: one value means
+// one pseudonym.
+std::set<std::string> captured(const std::string& text, const std::string& re) {
+  std::set<std::string> out;
+  std::regex r(re);
+  for (auto it = std::sregex_iterator(text.begin(), text.end(), r); it != std::sregex_iterator(); ++it)
+    for (size_t g = 1; g < it->size(); ++g)
+      if ((*it)[g].matched) out.insert((*it)[g].str());
+  return out;
+}
+
+// What `firstfault watch` sent out: stdout, what --exec got on stdin and in FIRSTFAULT_HOST,
+// and the metrics file.
+struct WatchOutput {
+  int rc = -1;
+  std::string out, hook, hook_host, metrics;
+};
+
+// Runs the watch command on stdin, as the CLI would: a pipe the test writes `parts` into, each
+// after the previous one raised an alert (seen through --exec), then closes.
+WatchOutput watch_stdin(WatchOptions o, const std::vector<std::string>& parts) {
+  test::TempDir dir;
+  std::string hook = dir.path() + "/hook.jsonl", host = dir.path() + "/hook.host";
+  o.paths = {"-"};
+  o.update_interval = "0s";
+  o.exec = fmt::format("cat >> '{}'; echo \"$FIRSTFAULT_HOST\" >> '{}'", hook, host);
+  o.metrics_file = dir.path() + "/job.prom";
+  int fds[2];
+  REQUIRE(::pipe2(fds, O_CLOEXEC) == 0);
+  int saved = ::dup(STDIN_FILENO);
+  ::dup2(fds[0], STDIN_FILENO);
+  ::close(fds[0]);
+  std::thread writer([&] {
+    for (size_t i = 0; i < parts.size(); ++i) {
+      for (int wait = 0; i > 0 && wait < 200; ++wait) {
+        std::string seen = slurp(host);
+        if (static_cast<size_t>(std::count(seen.begin(), seen.end(), '\n')) >= i) break;
+        std::this_thread::sleep_for(std::chrono::milliseconds(50));
+      }
+      for (size_t done = 0; done < parts[i].size();) {
+        ssize_t n = ::write(fds[1], parts[i].data() + done, parts[i].size() - done);
+        if (n <= 0) break;
+        done += static_cast<size_t>(n);
+      }
+    }
+    ::close(fds[1]);
+  });
+  std::ostringstream out;
+  WatchOutput w;
+  w.rc = run_watch(o, out);
+  writer.join();
+  ::dup2(saved, STDIN_FILENO);
+  ::close(saved);
+  w.out = out.str();
+  w.hook = slurp(hook);
+  w.hook_host = slurp(host);
+  w.metrics = slurp(o.metrics_file);
+  return w;
+}
+
+// Jobs for triage under /home/alice: the seeded log, another job on one of its nodes, an
+// unrecognised failure whose first error line holds secrets, a clean diagnosis, a missing job.
+struct SeededJobs {
+  test::TempDir dir;
+  std::vector<std::string> paths;
+  SeededJobs() {
+    std::string home = "home/alice/jobs/";
+    dir.write(home + "job-leaky/combined.log", slurp(leaky_log()));
+    dir.write(home + "job-nccl/out.log",
+              "gpu-node-02:1234:1234 [0] misc/socket.cc:484 NCCL WARN socketStartConnect: Connect to 10.10.1.21<41227> "
+              "failed : No route to host\n");
+    dir.write(home + "job-unknown/out.log",
+              "step 1\nTraceback (most recent call last):\nRuntimeError: upload to 10.10.1.22 as "
+              "alice.smith@example-corp.com failed, HF_TOKEN=hf_AbCdEfGhIjKlMnOpQrStUvWxYz0123456789\n");
+    dir.write(home + "job-oom/out.log", slurp(test::source_dir() + "/testdata/kb/cuda-oom.log"));
+    paths = {dir.path() + "/home/alice/jobs", dir.path() + "/home/alice/missing.log"};
+  }
+  std::string run(TriageOptions o) const {
+    o.progress = false;
+    if (o.merge.empty()) o.paths = paths;
+    std::ostringstream out;
+    run_triage(o, out);
+    return out.str();
+  }
+};
+
+TriageOptions triage_opts(const std::string& format, std::optional<bool> redact) {
+  TriageOptions o;
+  o.format = format;
+  o.redact = redact;
+  return o;
 }
 
 }  // namespace
@@ -139,15 +276,9 @@ TEST_CASE("redact: host-1 is the host of the lowest rank, so pseudonyms follow t
 
 TEST_CASE("redact: no token, e-mail, IP, host or user of a seeded log survives into any format") {
   Fixture f;
-  Diagnosis d = f.run(test::source_dir() + "/testdata/e2e/leaky-secrets.log");
+  Diagnosis d = f.run(leaky_log());
   REQUIRE(d.verdict == "diagnosed");
-  const std::vector<std::string> sensitive = {
-      "hf_AbCdEfGhIjKlMnOpQrStUvWxYz0123456789", "hf_ZyXwVuTsRqPoNmLkJiHgFeDcBa9876543210",
-      "0123456789abcdef0123456789abcdef01234567", "AKIAIOSFODNN7EXAMPLE", "wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY",
-      "ghp_0123456789abcdefghijABCDEFGHIJ0123456789", "eyJhbGciOiJIUzI1NiJ9", "s3cretpass",
-      "hooks.slack.com/services", "xoxb-123456789012", "sk-proj-abcdefghijklmnopqrstuvwxyz012345",
-      "alice", "example-corp.com", "10.10.1.21", "10.10.1.22", "fd00:10:1::22", "gpu-node-01", "gpu-node-02",
-      "corp.example.net"};
+  const std::vector<std::string>& sensitive = seeded();
   // Without masking, the seeded values really are in the outputs (so the check below means something).
   {
     Diagnosis raw = d;
@@ -182,4 +313,115 @@ TEST_CASE("redact: no token, e-mail, IP, host or user of a seeded log survives i
 TEST_CASE("redact: stays off by default on the terminal and in JSON, on for the CI formats") {
   for (const char* f : {"github", "gitlab", "sarif", "junit", "markdown"}) CHECK(redacts_by_default(f));
   for (const char* f : {"text", "json"}) CHECK_FALSE(redacts_by_default(f));
+}
+
+TEST_CASE("redact: watch masks its alerts, the --exec input and environment, and the metrics file") {
+  std::string log = slurp(leaky_log());
+  size_t fourth = 0;
+  for (int i = 0; i < 4; ++i) fourth = log.find('\n', fourth) + 1;
+  // The NCCL lines first (the failure alert), then the rest (the final alert): two alerts, one Redactor.
+  WatchOptions o;
+  o.format = "jsonl";
+  o.redact = true;
+  WatchOutput w = watch_stdin(o, {log.substr(0, fourth), log.substr(fourth)});
+  CHECK(w.rc == kExitDiagnosed);
+  CHECK(std::count(w.out.begin(), w.out.end(), '\n') >= 2);
+  CHECK(w.hook == w.out);  // --exec gets exactly the (masked) alerts
+  CHECK_FALSE(w.metrics.empty());
+  for (const auto& [what, text] : std::vector<std::pair<std::string, std::string>>{
+           {"stdout", w.out}, {"--exec stdin", w.hook}, {"FIRSTFAULT_HOST", w.hook_host}, {"metrics", w.metrics}}) {
+    INFO(what << ":\n" << text);
+    CHECK(leaks(text).empty());
+  }
+  // Pseudonyms hold across lines and alerts: gpu-node-02 is one host-N in the NCCL prefixes of
+  // the first alert and in rank 2's and rank 6's lines of the last; 10.10.1.21 is one ip-N.
+  CHECK(captured(w.out, R"((host-\d+):3179\d:\d+ \[|\bon (host-\d+)|ssh user-\d+@(host-\d+))").size() == 1);
+  CHECK(captured(w.out, R"(Connect to (ip-\d+)<41227>|\((ip-\d+)\)\")").size() == 1);
+
+  o.format = "text";
+  WatchOutput text = watch_stdin(o, {log});
+  CHECK(text.out.find("== firstfault alert #1 [failure]") != std::string::npos);
+  INFO(text.out);
+  CHECK(leaks(text.out + text.hook + text.hook_host + text.metrics).empty());
+
+  // Off by default: the same run shows the seeded values (so the checks above mean something).
+  o.format = "jsonl";
+  o.redact.reset();
+  WatchOutput raw = watch_stdin(o, {log});
+  CHECK(raw.out.find("10.10.1.21") != std::string::npos);
+  CHECK(raw.hook.find("alice") != std::string::npos);
+}
+
+TEST_CASE("redact: triage masks every format, job paths and error rows included, numbered once per run") {
+  SeededJobs jobs;
+  for (const char* format : {"table", "jsonl", "csv", "markdown"}) {
+    std::string out = jobs.run(triage_opts(format, true));
+    INFO(format << ":\n" << out);
+    CHECK(leaks(out).empty());
+    CHECK(out.find("/home/user-1/jobs/job-leaky") != std::string::npos);
+    CHECK(out.find("/home/user-1/missing.log") != std::string::npos);
+  }
+  // Markdown is made to be shared: masked by default. The others are not.
+  CHECK(jobs.run(triage_opts("markdown", std::nullopt)) == jobs.run(triage_opts("markdown", true)));
+  CHECK(jobs.run(triage_opts("table", std::nullopt)).find("/home/alice/jobs") != std::string::npos);
+  std::string raw = jobs.run(triage_opts("jsonl", std::nullopt));
+  CHECK(raw.find("hf_AbCdEfGhIjKlMnOpQrStUvWxYz0123456789") != std::string::npos);
+
+  // One Redactor for the run, masking in job order: the same node and address keep their
+  // pseudonym from job to job, and the output does not depend on -j.
+  TriageOptions one = triage_opts("jsonl", true), two = triage_opts("jsonl", true);
+  one.jobs = 1;
+  two.jobs = 2;
+  std::string masked = jobs.run(one);
+  CHECK(masked == jobs.run(two));
+  CHECK(captured(masked, R"((host-\d+):\d+:\d+ \[)").size() == 1);  // job-leaky and job-nccl
+  CHECK(captured(masked, R"(Connect to (ip-\d+)<41227>)").size() == 1);
+
+  // --merge: unmasked shards are masked at the merge, as one run would be; masked shards stay masked.
+  std::vector<std::string> plain, redacted;
+  for (const char* shard : {"1/2", "2/2"}) {
+    TriageOptions s = triage_opts("jsonl", std::nullopt);
+    s.shard = shard;
+    plain.push_back(jobs.dir.write(fmt::format("plain-{}.jsonl", shard[0]), jobs.run(s)));
+    s.redact = true;
+    redacted.push_back(jobs.dir.write(fmt::format("masked-{}.jsonl", shard[0]), jobs.run(s)));
+  }
+  TriageOptions merge = triage_opts("markdown", std::nullopt);
+  merge.merge = plain;
+  CHECK(jobs.run(merge) == jobs.run(triage_opts("markdown", std::nullopt)));
+  merge.format = "jsonl";
+  merge.redact = true;
+  std::string merged = jobs.run(merge);
+  INFO(merged);
+  CHECK(leaks(merged).empty());
+  CHECK(captured(merged, R"((host-\d+):\d+:\d+ \[)").size() == 1);
+  merge.merge = redacted;
+  for (const char* format : {"table", "jsonl", "csv"}) {
+    merge.format = format;
+    merge.redact = false;
+    CHECK(leaks(jobs.run(merge)).empty());
+  }
+}
+
+TEST_CASE("redact: timeline masks both formats") {
+  TimelineOptions o;
+  o.paths = {leaky_log()};
+  auto run = [&] {
+    std::ostringstream out;
+    run_timeline(o, out);
+    return out.str();
+  };
+  o.format = "json";
+  std::string raw = run();
+  CHECK(raw.find("alice") != std::string::npos);  // off by default
+  o.redact = true;
+  for (const char* format : {"text", "json"}) {
+    o.format = format;
+    std::string out = run();
+    INFO(format << ":\n" << out);
+    CHECK(leaks(out).empty());
+    CHECK(out.find("[REDACTED]") != std::string::npos);
+  }
+  // gpu-node-02 is one host-N in rank 2's and rank 6's last lines.
+  CHECK(captured(run(), R"(\bon (host-\d+)|ssh user-\d+@(host-\d+))").size() == 1);
 }

@@ -66,6 +66,7 @@ struct TimelineOptions {
   std::vector<std::string> paths;
   std::string format = "text";
   std::string rank_from;
+  std::optional<bool> redact;  // --redact / --no-redact; unset: off (text and json stay on the machine)
 };
 
 int run_diagnose(const DiagnoseOptions& o, std::ostream& out);

@@ -15,4 +15,7 @@ struct EmbeddedFile {
 
 const std::vector<EmbeddedFile>& embedded_signature_files();
 
+// SHA-256 (hex) over every embedded file's path and content, computed at build time.
+std::string_view embedded_signatures_digest();
+
 }  // namespace firstfault

@@ -5,6 +5,7 @@
 
 #include <map>
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <string>
 #include <vector>
@@ -20,6 +21,32 @@ struct SourceLoc {
   int col = 0;   // 1-based
 };
 
+// A regex compiled on first use (thread-safe), so start-up compiles only the matcher's set.
+// Copies share the compiled RE2. The loader forces compilation to report invalid regexes.
+class LazyRegex {
+ public:
+  LazyRegex() = default;
+  explicit LazyRegex(std::string pattern);
+
+  const std::string& pattern() const;
+  const RE2* get() const;  // null when there is no pattern or it does not compile
+  const std::string& error() const;  // why get() is null ("" when it is not)
+  explicit operator bool() const { return get() != nullptr; }
+  const RE2& operator*() const { return *get(); }
+  const RE2* operator->() const { return get(); }
+
+ private:
+  struct State {
+    std::string pattern, error;
+    std::once_flag once;
+    std::unique_ptr<RE2> re;
+  };
+  std::shared_ptr<State> state_;
+};
+
+// Every field below is also written to the build-time snapshot (src/signatures/snapshot.cpp):
+// a new field goes there too, with a new kSnapshotFormat.
+
 // One distinct regex. Shared patterns (signatures/common) and entry-local ones both end up
 // here; the matcher compiles each once.
 struct PatternDef {
@@ -28,7 +55,7 @@ struct PatternDef {
   std::string description;
   std::vector<std::string> positive, negative;
   SourceLoc loc;
-  std::shared_ptr<RE2> re;
+  LazyRegex re;  // of `regex`
   std::vector<std::string> capture_names;  // index i = capture group i+1 ("" when unnamed)
 };
 
@@ -41,7 +68,7 @@ struct PatternRef {
 struct CaptureRule {
   size_t ref = 0;  // index into Entry::refs
   std::string capture;
-  std::shared_ptr<RE2> re;
+  LazyRegex re;  // "^(?:<regex from the YAML>)$"
 };
 
 struct MatchRule {

@@ -26,7 +26,8 @@ struct LoadOptions {
 
 // Builds a library from the embedded files plus the files under `extra_dirs` (which override
 // entries and shared patterns of the same name). Problems are appended; the library is usable
-// only when no problem was reported.
+// only when no problem was reported. The built-ins alone without `check_samples` come from the
+// snapshot the build validated (signatures/snapshot.h), falling back to the YAML.
 Library load_library(const std::vector<std::string>& extra_dirs, std::vector<LoadProblem>& problems,
                      const LoadOptions& options = {}, bool include_builtin = true);
 

@@ -24,6 +24,9 @@ struct TriageOptions {
   std::vector<std::string> merge;  // --merge: combine jsonl outputs instead of reading logs
   std::string rank_from;
   bool progress = true;          // progress bar on stderr when it is a terminal
+  // --redact / --no-redact; unset: on for markdown (made to be shared), off otherwise. One
+  // Redactor per run masks the jobs in output order, so pseudonyms do not depend on -j.
+  std::optional<bool> redact;
 };
 
 // One job's outcome: all the summary needs (and what a jsonl line carries back for --merge).

@@ -2,12 +2,14 @@
 // `firstfault watch`: follow a running job and alert the moment it fails or stalls. The CLI
 // fills WatchOptions; everything else (output, --exec, --metrics-file, exit code) is here.
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <ostream>
 #include <string>
 #include <vector>
 
 #include "firstfault/app/commands.h"
 #include "firstfault/render/render.h"
+#include "firstfault/util/redact.h"
 #include "firstfault/watch/watcher.h"
 
 namespace firstfault {
@@ -52,6 +54,7 @@ struct WatchOptions {
   std::string exec_timeout = "30s";
   std::string metrics_file;
   std::string update_interval = "2s";
+  std::optional<bool> redact;          // --redact / --no-redact; unset: off (text and jsonl)
 };
 
 // Follows until SIGINT (exit 130) or, when stdin is the only input, its end (exit 0 when the
@@ -59,6 +62,9 @@ struct WatchOptions {
 int run_watch(const WatchOptions& o, std::ostream& out);
 
 nlohmann::json alert_to_json(const Alert& a, const Library& lib);
+// --redact: masks every log-derived string of `a` (its diagnosis, reason and stall line) in
+// place. One Redactor serves the whole watch, so a node keeps its host-N from alert to alert.
+void redact_alert(Alert& a, Redactor& r);
 std::string render_alert_text(const Alert& a, const Library& lib, const TextStyle& style);
 
 }  // namespace firstfault
