@@ -16,10 +16,11 @@ LineFeed::LineFeed(const Matcher& matcher, Correlator& correlator, LineAttributo
 
 void LineFeed::on_block(std::string_view block) {
   if (g_interrupted.load(std::memory_order_relaxed)) return;
-  // Small inputs are matched line by line with the RE2 set; once an input proves large, the
-  // prefilter (built once, shared by all threads) takes over.
+  // The prefilter (shared by all threads) when one is at hand: compiled into the binary for the
+  // built-in library, or cached. Compiling one costs about a second, so that happens only once
+  // an input proves large; until then lines go to the RE2 set.
   bytes_seen_ += block.size();
-  const Prefilter* pf = bytes_seen_ > kPrefilterAfterBytes ? matcher_.prefilter() : nullptr;
+  const Prefilter* pf = matcher_.prefilter(bytes_seen_ > kPrefilterAfterBytes);
   if (!pf) {
     for_each_line(block, [&](std::string_view line) { process_line(line, nullptr, 0, true, false); });
     return;

@@ -134,38 +134,29 @@ class HyperscanPrefilter : public Prefilter {
     if (proto_scratch_) hs_free_scratch(proto_scratch_);
   }
 
-  static std::unique_ptr<Prefilter> make(const std::vector<const PatternDef*>& patterns) {
+  static std::unique_ptr<Prefilter> make(const std::vector<const PatternDef*>& patterns, bool may_compile) {
     auto p = std::unique_ptr<HyperscanPrefilter>(new HyperscanPrefilter());
     p->count_ = static_cast<int>(patterns.size());
-    std::vector<std::string> relaxed;
-    for (const PatternDef* d : patterns) relaxed.push_back(relax_for_bytes(d->regex));
-    // Compiling ~650 patterns takes about a second; the serialized database is cached on disk.
+    std::vector<std::string> relaxed = relax_all(patterns);
+    std::string key = cache_key(relaxed);
+    // 1. Compiled into the binary at build time (the usual case for the built-in library).
+    std::string_view builtin = builtin_prefilter_db();
+    if (builtin.size() > key.size() + 1 && builtin.substr(0, key.size()) == key && builtin[key.size()] == '\n')
+      p->db_ = usable(builtin.substr(key.size() + 1));
+    // 2. The on-disk cache (extra --signatures libraries, or a binary built for another CPU).
     std::filesystem::path dir = cache_dir();
-    std::filesystem::path file = dir.empty() ? "" : dir / ("prefilter-" + cache_key(relaxed) + ".hsdb");
-    if (!file.empty()) {
+    std::filesystem::path file = dir.empty() ? "" : dir / ("prefilter-" + key + ".hsdb");
+    if (!p->db_ && !file.empty()) {
       std::ifstream in(file, std::ios::binary);
       if (in) {
         std::stringstream ss;
         ss << in.rdbuf();
-        std::string bytes = ss.str();
-        if (hs_deserialize_database(bytes.data(), bytes.size(), &p->db_) != HS_SUCCESS) p->db_ = nullptr;
+        p->db_ = usable(ss.str());
       }
     }
+    // 3. Compiling ~650 patterns takes about a second: only for inputs large enough to repay it.
     if (!p->db_) {
-      std::vector<const char*> ptrs;
-      std::vector<unsigned> flags, ids;
-      for (size_t i = 0; i < relaxed.size(); ++i) {
-        ptrs.push_back(relaxed[i].c_str());
-        flags.push_back(HS_FLAG_PREFILTER | HS_FLAG_ALLOWEMPTY);
-        ids.push_back(static_cast<unsigned>(i));
-      }
-      hs_compile_error_t* err = nullptr;
-      if (hs_compile_multi(ptrs.data(), flags.data(), ids.data(), static_cast<unsigned>(ptrs.size()), HS_MODE_BLOCK,
-                           nullptr, &p->db_, &err) != HS_SUCCESS) {
-        spdlog::debug("prefilter disabled: hyperscan: {}", err ? err->message : "?");
-        if (err) hs_free_compile_error(err);
-        return nullptr;
-      }
+      if (!may_compile || !(p->db_ = compile_db(relaxed))) return nullptr;
       if (!file.empty()) {
         char* bytes = nullptr;
         size_t len = 0;
@@ -182,6 +173,63 @@ class HyperscanPrefilter : public Prefilter {
     }
     if (hs_alloc_scratch(p->db_, &p->proto_scratch_) != HS_SUCCESS) return nullptr;
     return p;
+  }
+
+  static std::vector<std::string> relax_all(const std::vector<const PatternDef*>& patterns) {
+    std::vector<std::string> relaxed;
+    for (const PatternDef* d : patterns) relaxed.push_back(relax_for_bytes(d->regex));
+    return relaxed;
+  }
+
+  static hs_database_t* compile_db(const std::vector<std::string>& relaxed) {
+    std::vector<const char*> ptrs;
+    std::vector<unsigned> flags, ids;
+    for (size_t i = 0; i < relaxed.size(); ++i) {
+      ptrs.push_back(relaxed[i].c_str());
+      flags.push_back(HS_FLAG_PREFILTER | HS_FLAG_ALLOWEMPTY);
+      ids.push_back(static_cast<unsigned>(i));
+    }
+    hs_database_t* db = nullptr;
+    hs_compile_error_t* err = nullptr;
+    if (hs_compile_multi(ptrs.data(), flags.data(), ids.data(), static_cast<unsigned>(ptrs.size()), HS_MODE_BLOCK,
+                         nullptr, &db, &err) != HS_SUCCESS) {
+      spdlog::debug("prefilter disabled: hyperscan: {}", err ? err->message : "?");
+      if (err) hs_free_compile_error(err);
+      return nullptr;
+    }
+    return db;
+  }
+
+  // A serialized database, if it loads and runs on this CPU (one compiled on a machine with
+  // other instruction sets is refused at scan time, so try one scan).
+  static hs_database_t* usable(std::string_view bytes) {
+    hs_database_t* db = nullptr;
+    if (hs_deserialize_database(bytes.data(), bytes.size(), &db) != HS_SUCCESS) return nullptr;
+    hs_scratch_t* scratch = nullptr;
+    bool ok = hs_alloc_scratch(db, &scratch) == HS_SUCCESS &&
+              hs_scan(db, "\n", 1, 0, scratch, [](unsigned, unsigned long long, unsigned long long, unsigned, void*) { return 0; },
+                      nullptr) == HS_SUCCESS;
+    if (scratch) hs_free_scratch(scratch);
+    if (!ok) {
+      hs_free_database(db);
+      return nullptr;
+    }
+    return db;
+  }
+
+  static std::string serialized(const std::vector<const PatternDef*>& patterns) {
+    std::vector<std::string> relaxed = relax_all(patterns);
+    hs_database_t* db = compile_db(relaxed);
+    if (!db) return "";
+    char* bytes = nullptr;
+    size_t len = 0;
+    std::string out;
+    if (hs_serialize_database(db, &bytes, &len) == HS_SUCCESS) {
+      out = cache_key(relaxed) + "\n" + std::string(bytes, len);
+      std::free(bytes);
+    }
+    hs_free_database(db);
+    return out;
   }
 
   void scan(std::string_view block, Candidates& out) const override {
@@ -292,13 +340,18 @@ class HyperscanPrefilter : public Prefilter {
 
 }  // namespace
 
-std::unique_ptr<Prefilter> Prefilter::build(const std::vector<const PatternDef*>& patterns) {
-  return HyperscanPrefilter::make(patterns);
+std::unique_ptr<Prefilter> Prefilter::load(const std::vector<const PatternDef*>& patterns, bool may_compile) {
+  return HyperscanPrefilter::make(patterns, may_compile);
+}
+
+std::string Prefilter::compile_serialized(const std::vector<const PatternDef*>& patterns) {
+  return HyperscanPrefilter::serialized(patterns);
 }
 
 #else
 
-std::unique_ptr<Prefilter> Prefilter::build(const std::vector<const PatternDef*>&) { return nullptr; }
+std::unique_ptr<Prefilter> Prefilter::load(const std::vector<const PatternDef*>&, bool) { return nullptr; }
+std::string Prefilter::compile_serialized(const std::vector<const PatternDef*>&) { return ""; }
 
 #endif
 

@@ -12,6 +12,7 @@
 #include <fstream>
 #include <functional>
 #include <map>
+#include <memory>
 #include <mutex>
 #include <set>
 #include <thread>
@@ -73,7 +74,8 @@ void finish_output(JobOutput& o, Redactor* r, bool want_json, const Library& lib
 
 // Analyses the jobs of one archive in a single pass over it.
 void run_archive(const std::vector<const JobSpec*>& jobs, const Matcher& matcher, const AnalyzeOptions& ao,
-                 std::vector<JobOutput>& results, const std::vector<size_t>& slots, bool want_json, bool redact) {
+                 std::vector<std::unique_ptr<JobOutput>>& results, const std::vector<size_t>& slots, bool want_json,
+                 bool redact) {
   const std::string& path = jobs.front()->archive;
   std::map<std::string, size_t> member_job;  // member -> index into jobs
   for (size_t i = 0; i < jobs.size(); ++i)
@@ -131,7 +133,8 @@ void run_archive(const std::vector<const JobSpec*>& jobs, const Matcher& matcher
       rec.verdict = "error";
       if (rec.error.empty()) rec.error = archive_error.empty() ? "no member of this job could be read" : archive_error;
     }
-    JobOutput& out = results[slots[i]];
+    results[slots[i]] = std::make_unique<JobOutput>();
+    JobOutput& out = *results[slots[i]];
     out.rec = std::move(rec);
     if (!(out.rec.verdict == "error" && d.inputs.empty())) out.diagnosis = std::move(d);
     if (!redact) finish_output(out, nullptr, want_json, matcher.library());
@@ -160,34 +163,35 @@ struct Summary {
   std::vector<std::pair<std::string, std::string>> error_rows;
 };
 
-Summary summarize(const std::vector<JobRecord>& recs) {
-  Summary s;
-  std::map<std::string, Summary::Group> groups;
-  std::map<std::string, Summary::Cluster> clusters;
-  for (const auto& r : recs) {
-    ++s.jobs;
-    s.bytes += r.bytes;
+// Builds the summary one job at a time (in output order), so a run keeps counts, a few
+// examples and the cluster table, never every job's record.
+class SummaryBuilder {
+ public:
+  void add(const JobRecord& r) {
+    ++s_.jobs;
+    s_.bytes += r.bytes;
     if (r.verdict != "error" && !r.error.empty()) {  // read partially: counted by its verdict, listed here too
-      ++s.partial;
-      s.error_rows.push_back({r.job, "read partially (the verdict is from what was read): " + r.error});
+      ++s_.partial;
+      s_.error_rows.push_back({r.job, "read partially (the verdict is from what was read): " + r.error});
     }
     if (r.verdict == "error") {
-      ++s.errors;
-      s.error_rows.push_back({r.job, r.error});
+      ++s_.errors;
+      s_.error_rows.push_back({r.job, r.error});
     } else if (r.verdict == "diagnosed") {
-      ++s.diagnosed;
-      auto& g = groups[r.id];
-      g.id = r.id;
-      g.title = r.title;
-      g.severity = r.severity;
-      g.category = r.category;
-      ++g.count;
+      ++s_.diagnosed;
+      auto& g = groups_[r.id];
+      if (g.count++ == 0) {
+        g.id = r.id;
+        g.title = r.title;
+        g.severity = r.severity;
+        g.category = r.category;
+      }
       if (g.examples.size() < 3) g.examples.push_back(r.job);
     } else {
-      r.verdict == "clean" ? ++s.clean : ++s.unrecognized;
+      r.verdict == "clean" ? ++s_.clean : ++s_.unrecognized;
       if (r.verdict == "unrecognized") {
         std::string t = line_template(r.first_error);
-        auto& c = clusters[t];
+        auto& c = clusters_[t];
         if (c.count++ == 0) {
           c.templ = t;
           c.example_job = r.job;
@@ -196,18 +200,26 @@ Summary summarize(const std::vector<JobRecord>& recs) {
       }
     }
   }
-  for (auto& [k, g] : groups) s.groups.push_back(g);
-  std::sort(s.groups.begin(), s.groups.end(), [](const auto& a, const auto& b) {
-    if (a.count != b.count) return a.count > b.count;
-    if (a.severity != b.severity) return severity_rank(a.severity) < severity_rank(b.severity);
-    return a.id < b.id;
-  });
-  for (auto& [k, c] : clusters) s.clusters.push_back(c);
-  std::sort(s.clusters.begin(), s.clusters.end(), [](const auto& a, const auto& b) {
-    return a.count != b.count ? a.count > b.count : a.templ < b.templ;
-  });
-  return s;
-}
+
+  Summary finish() {
+    for (auto& [k, g] : groups_) s_.groups.push_back(std::move(g));
+    std::sort(s_.groups.begin(), s_.groups.end(), [](const auto& a, const auto& b) {
+      if (a.count != b.count) return a.count > b.count;
+      if (a.severity != b.severity) return severity_rank(a.severity) < severity_rank(b.severity);
+      return a.id < b.id;
+    });
+    for (auto& [k, c] : clusters_) s_.clusters.push_back(std::move(c));
+    std::sort(s_.clusters.begin(), s_.clusters.end(), [](const auto& a, const auto& b) {
+      return a.count != b.count ? a.count > b.count : a.templ < b.templ;
+    });
+    return std::move(s_);
+  }
+
+ private:
+  Summary s_;
+  std::map<std::string, Summary::Group> groups_;
+  std::map<std::string, Summary::Cluster> clusters_;
+};
 
 json summary_json(const Summary& s) {
   json groups = json::array(), clusters = json::array(), errors = json::array();
@@ -231,16 +243,16 @@ std::string csv_field(const std::string& v) {
   return out + "\"";
 }
 
-void render_summary(const Summary& s, const std::vector<JobRecord>& recs, const TriageOptions& o, std::ostream& out) {
-  if (o.format == "csv") {
-    out << "job,verdict,id,category,severity,initiating_rank,error\n";
-    for (const auto& r : recs) {
-      if (o.unknown_only && r.verdict != "unrecognized") continue;
-      out << csv_field(r.job) << ',' << r.verdict << ',' << r.id << ',' << r.category << ',' << r.severity << ','
-          << (r.rank ? std::to_string(*r.rank) : "") << ',' << csv_field(strip_control(r.error)) << "\n";
-    }
-    return;
-  }
+const char* const kCsvHeader = "job,verdict,id,category,severity,initiating_rank,error\n";
+
+void write_csv_row(const JobRecord& r, const TriageOptions& o, std::ostream& out) {
+  if (o.unknown_only && r.verdict != "unrecognized") return;
+  out << csv_field(r.job) << ',' << r.verdict << ',' << r.id << ',' << r.category << ',' << r.severity << ','
+      << (r.rank ? std::to_string(*r.rank) : "") << ',' << csv_field(strip_control(r.error)) << "\n";
+}
+
+// The grouped summary (table, markdown); csv and jsonl rows are written job by job.
+void render_summary(const Summary& s, const TriageOptions& o, std::ostream& out) {
   bool md = o.format == "markdown";
   auto pct = [&](size_t n) { return s.jobs ? 100.0 * static_cast<double>(n) / static_cast<double>(s.jobs) : 0.0; };
   if (md) out << "# firstfault triage\n\n";
@@ -370,13 +382,21 @@ int run_triage(const TriageOptions& o, std::ostream& out) {
     fmt::print(stderr, "firstfault: unknown --format '{}' (table, jsonl, csv, markdown)\n", o.format);
     return kExitUsage;
   }
-  std::vector<JobRecord> recs;
-  std::vector<std::string> json_lines;
   bool redact = o.redact.value_or(redacts_by_default(o.format));
   Redactor redactor;
+  SummaryBuilder summary;
+  bool csv = o.format == "csv";
   if (!o.merge.empty()) {
+    std::vector<JobRecord> recs;
+    std::vector<std::string> json_lines;
     if (!read_records(o.merge, recs, json_lines)) return kExitUsage;
     if (redact) redact_merged(recs, json_lines, redactor);
+    if (csv) out << kCsvHeader;
+    for (size_t i = 0; i < recs.size(); ++i) {
+      summary.add(recs[i]);
+      if (csv) write_csv_row(recs[i], o, out);
+      else if (o.format == "jsonl" && !(o.unknown_only && recs[i].verdict != "unrecognized")) out << json_lines[i] << "\n";
+    }
   } else {
     unsigned shard_i = 1, shard_n = 1;
     if (!o.shard.empty() && (std::sscanf(o.shard.c_str(), "%u/%u", &shard_i, &shard_n) != 2 || shard_n == 0 ||
@@ -427,7 +447,9 @@ int run_triage(const TriageOptions& o, std::ostream& out) {
       }
     }
     bool want_json = o.format == "jsonl";
-    std::vector<JobOutput> results(jobs.size());
+    // Allocated when a job finishes and freed once written: memory follows the window, not
+    // the number of jobs.
+    std::vector<std::unique_ptr<JobOutput>> results(jobs.size());
     std::vector<bool> done(jobs.size(), false);
     std::mutex mu;
     std::condition_variable cv;
@@ -459,7 +481,8 @@ int run_triage(const TriageOptions& o, std::ostream& out) {
         } else {
           size_t i = item[0];
           const JobSpec& spec = jobs[i];
-          JobOutput& res = results[i];
+          results[i] = std::make_unique<JobOutput>();
+          JobOutput& res = *results[i];
           if (auto e = disc_err.find(spec.id); e != disc_err.end() && spec.files.empty()) {
             res.rec = e->second;
           } else {
@@ -482,7 +505,7 @@ int run_triage(const TriageOptions& o, std::ostream& out) {
           std::lock_guard<std::mutex> lock(mu);
           for (size_t i : item) {
             done[i] = true;
-            bytes_done += results[i].rec.bytes;
+            bytes_done += results[i] ? results[i]->rec.bytes : 0;
           }
           finished += item.size();
         }
@@ -491,6 +514,7 @@ int run_triage(const TriageOptions& o, std::ostream& out) {
     };
     bool show_progress = o.progress && ::isatty(STDERR_FILENO);
     auto start = std::chrono::steady_clock::now();
+    if (csv) out << kCsvHeader;
     std::vector<std::thread> pool;
     for (unsigned w = 0; w < workers; ++w) pool.emplace_back(worker);
     // Stream jsonl in job order while workers finish out of order (a reorder buffer).
@@ -501,10 +525,16 @@ int run_triage(const TriageOptions& o, std::ostream& out) {
         while (emitted < jobs.size() && done[emitted]) {
           // The workers are done with this job: it is masked and written without the lock.
           lock.unlock();
-          JobOutput& res = results[emitted];
+          if (!results[emitted]) {  // cannot happen: every job of an item gets an outcome
+            results[emitted] = std::make_unique<JobOutput>();
+            results[emitted]->rec = {jobs[emitted].id, "error", {}, {}, {}, {}, {}, {}, "not read", 0};
+          }
+          JobOutput& res = *results[emitted];
           if (redact) finish_output(res, &redactor, want_json, lib);
           if (want_json && !(o.unknown_only && res.rec.verdict != "unrecognized")) out << res.line << "\n";
-          std::string().swap(res.line);  // written: only the small record stays for the summary
+          if (csv) write_csv_row(res.rec, o, out);
+          summary.add(res.rec);
+          results[emitted].reset();
           lock.lock();
           ++emitted;
           cv.notify_all();  // a worker may be waiting for the window to move
@@ -521,18 +551,10 @@ int run_triage(const TriageOptions& o, std::ostream& out) {
     for (auto& t : pool) t.join();
     if (show_progress) fmt::print(stderr, "\r\x1b[K");
     if (g_interrupted.load()) return kExitInterrupted;
-    for (auto& r : results) recs.push_back(std::move(r.rec));
-    if (want_json) json_lines.clear();
   }
-  Summary s = summarize(recs);
-  if (o.format == "jsonl") {
-    if (!o.merge.empty())
-      for (size_t i = 0; i < json_lines.size(); ++i)
-        if (!(o.unknown_only && recs[i].verdict != "unrecognized")) out << json_lines[i] << "\n";
-    out << summary_json(s).dump(-1, ' ', false, json::error_handler_t::replace) << "\n";
-  } else {
-    render_summary(s, recs, o, out);
-  }
+  Summary s = summary.finish();
+  if (o.format == "jsonl") out << summary_json(s).dump(-1, ' ', false, json::error_handler_t::replace) << "\n";
+  else if (!csv) render_summary(s, o, out);
   out.flush();
   // Exit: 0 when at least one job was diagnosed and none failed to read; 2 when some could not be read.
   if (s.errors || s.partial) return kExitUsage;

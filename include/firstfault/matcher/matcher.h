@@ -5,6 +5,7 @@
 // sees them, and names the few patterns a surviving line can match.
 #include <re2/set.h>
 
+#include <atomic>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -27,8 +28,10 @@ class Matcher {
   Matcher(const Matcher&) = delete;
   Matcher& operator=(const Matcher&) = delete;
 
-  // Compiles the set (and the prefilter when `use_prefilter`). Fails only when RE2 cannot
-  // build the set at all; an out-of-memory DFA at match time falls back to one regex at a time.
+  // Readies matching: with `use_prefilter`, loads the prefilter if one is at hand without
+  // compiling (embedded in the binary or cached); otherwise compiles the RE2 set now. Fails only
+  // when RE2 cannot build the set at all; an out-of-memory DFA at match time falls back to one
+  // regex at a time.
   Status compile(bool use_prefilter);
 
   // Indices (into Library::patterns) of every line-matched pattern matching `body`, ascending.
@@ -39,10 +42,12 @@ class Matcher {
   // Named captures of pattern `def` on `body` (groups that did not take part are left out).
   Captures extract(size_t def, std::string_view body) const;
 
-  // The prefilter is built on first use (it costs about a second to compile, or a few ms from
-  // the on-disk cache), so small inputs never pay for it. Null when unavailable.
-  const Prefilter* prefilter() const;
+  // The prefilter: embedded or cached ones are used for any input; compiling one (about a
+  // second) only happens when `may_compile` (the caller saw a large input). Null when unavailable.
+  const Prefilter* prefilter(bool may_compile = true) const;
   bool has_prefilter() const { return prefilter() != nullptr; }
+  // The patterns matched line by line, in the order the prefilter numbers them.
+  std::vector<const PatternDef*> line_patterns() const;
   const Library& library() const { return lib_; }
 
   // Progress patterns no entry uses are not matched line by line (they would match most lines
@@ -53,10 +58,15 @@ class Matcher {
   const Library& lib_;
   std::vector<size_t> line_defs_;  // patterns matched on every candidate line (set index -> def)
   std::vector<size_t> tail_defs_;
-  std::unique_ptr<RE2::Set> set_;
+  Status compile_set() const;  // the RE2 set, compiled once when first needed
+  mutable std::once_flag set_once_;
+  mutable std::unique_ptr<RE2::Set> set_;
+  mutable Status set_status_ = Status::Ok();
   bool use_prefilter_ = false;
-  mutable std::once_flag prefilter_once_;
+  mutable std::mutex prefilter_mu_;
+  mutable bool load_tried_ = false, compile_tried_ = false;
   mutable std::unique_ptr<Prefilter> prefilter_;
+  mutable std::atomic<const Prefilter*> ready_{nullptr};
 };
 
 }  // namespace firstfault

@@ -35,9 +35,19 @@ class Prefilter {
     }
   };
   virtual void scan(std::string_view block, Candidates& out) const = 0;
-  // Returns nullptr when no prefilter can be built (no Hyperscan, or a pattern without atoms);
-  // then every line goes to RE2.
-  static std::unique_ptr<Prefilter> build(const std::vector<const PatternDef*>& patterns);
+  // The prefilter for `patterns` from the cheapest source that has it: the database compiled
+  // into the binary at build time (builtin_prefilter_db(), when it was made from these very
+  // patterns and runs on this CPU), then the on-disk cache; compiling it (about a second for
+  // the built-in library, then cached) only when `may_compile`. Nullptr when none is available
+  // (no Hyperscan, or not allowed to compile); then every line goes to the RE2 set.
+  static std::unique_ptr<Prefilter> load(const std::vector<const PatternDef*>& patterns, bool may_compile);
+  // The compiled database for `patterns`, serialized with its key, for embedding at build time
+  // (tools/snapshot.cpp); empty without Hyperscan or when the patterns do not compile.
+  static std::string compile_serialized(const std::vector<const PatternDef*>& patterns);
 };
+
+// The serialized prefilter database compiled into the binary (generated at build time next to
+// the library snapshot; empty in the tool that makes it and without Hyperscan).
+std::string_view builtin_prefilter_db();
 
 }  // namespace firstfault
