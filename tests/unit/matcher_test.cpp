@@ -2,6 +2,10 @@
 
 #include "firstfault/attribution/line_attributor.h"
 #include "firstfault/matcher/matcher.h"
+#include "firstfault/signatures/loader.h"
+
+#include <cstdlib>
+#include <filesystem>
 #include "test_support.h"
 
 using namespace firstfault;
@@ -69,3 +73,46 @@ TEST_CASE("matcher: the prefilter never drops a line RE2 would match") {
   INFO(candidates << " candidate lines of " << lines);
   CHECK(missed == 0);
 }
+
+#ifdef FIRSTFAULT_HAVE_HYPERSCAN
+// Points the prefilter's on-disk cache at a fresh directory for one test.
+struct FreshCache {
+  test::TempDir dir;
+  std::string old;
+  bool had = false;
+  FreshCache() {
+    if (const char* v = std::getenv("FIRSTFAULT_CACHE_DIR")) old = v, had = true;
+    ::setenv("FIRSTFAULT_CACHE_DIR", dir.path().c_str(), 1);
+  }
+  ~FreshCache() { had ? ::setenv("FIRSTFAULT_CACHE_DIR", old.c_str(), 1) : ::unsetenv("FIRSTFAULT_CACHE_DIR"); }
+};
+
+TEST_CASE("matcher: the built-in library's prefilter comes compiled into the binary (no cache, no compile)") {
+  FreshCache cache;
+  std::vector<LoadProblem> problems;
+  Library lib = load_library({}, problems, {});
+  REQUIRE(problems.empty());
+  REQUIRE_FALSE(builtin_prefilter_db().empty());
+  Matcher m(lib);
+  REQUIRE(m.compile(true).ok());
+  CHECK(m.prefilter(false) != nullptr);  // not allowed to compile: it must be the embedded one
+  CHECK(std::filesystem::is_empty(cache.dir.path()));
+}
+
+TEST_CASE("matcher: a library with other patterns never uses the embedded prefilter; it compiles its own when allowed") {
+  FreshCache cache;
+  Library lib = test::repo_library();
+  lib.patterns.front().regex += "|an extra alternative";
+  Matcher m(lib);
+  REQUIRE(m.compile(true).ok());
+  CHECK(m.prefilter(false) == nullptr);  // the key differs, nothing cached: the RE2 set serves small inputs
+  std::vector<int> hits;
+  m.match("an extra alternative", hits);  // the set was compiled on demand
+  CHECK(hits == std::vector<int>{0});
+  REQUIRE(m.prefilter(true) != nullptr);  // a large input: compiled and cached
+  CHECK_FALSE(std::filesystem::is_empty(cache.dir.path()));
+  Matcher again(lib);
+  REQUIRE(again.compile(true).ok());
+  CHECK(again.prefilter(false) != nullptr);  // now from the cache
+}
+#endif
