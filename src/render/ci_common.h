@@ -17,8 +17,6 @@ namespace firstfault::ci {
 std::optional<Evidence> anchor(const Diagnosis& d);
 bool has_evidence(const Diagnosis& d);  // whether the anchor is an evidence line (not a last line)
 
-// YAML block scalars wrap lines anywhere: paragraphs joined back into single lines.
-std::vector<std::string> paragraphs(std::string_view text);
 std::string one_paragraph(std::string_view text);
 
 // "3 on host host-1" or "unknown".

@@ -46,23 +46,6 @@ std::optional<Evidence> anchor(const Diagnosis& d) {
   return std::nullopt;
 }
 
-std::vector<std::string> paragraphs(std::string_view text) {
-  std::vector<std::string> out;
-  bool open = false;
-  for (const auto& raw : split_lines(text)) {
-    std::string_view l = trim(raw);
-    if (l.empty()) {
-      open = false;
-      continue;
-    }
-    bool item = starts_with(l, "- ") || starts_with(l, "* ") || (l.size() > 2 && is_digit(l[0]) && l.find(". ") < 4);
-    if (open && !item) out.back().append(" ").append(l);
-    else out.emplace_back(l);
-    open = true;
-  }
-  return out;
-}
-
 std::string one_paragraph(std::string_view text) {
   std::string out;
   for (const auto& p : paragraphs(text)) out += (out.empty() ? "" : " ") + p;

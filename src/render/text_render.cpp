@@ -18,25 +18,6 @@ struct Paint {
 // Log text is untrusted: never let it drive the terminal or a CI runner reading this output.
 std::string safe(const std::string& s) { return safe_line(s); }
 
-// Re-flows text: lines of one paragraph (YAML block scalars break them anywhere) are joined,
-// blank lines separate paragraphs, and list items ("- ", "1. ") start a new paragraph.
-std::vector<std::string> paragraphs(const std::string& text) {
-  std::vector<std::string> out;
-  bool open = false;
-  for (const auto& raw : split_lines(text)) {
-    std::string_view l = trim(raw);
-    if (l.empty()) {
-      open = false;
-      continue;
-    }
-    bool item = starts_with(l, "- ") || starts_with(l, "* ") || (l.size() > 2 && is_digit(l[0]) && l.find(". ") < 4);
-    if (open && !item) out.back() += " " + std::string(l);
-    else out.emplace_back(l);
-    open = true;
-  }
-  return out;
-}
-
 void wrap(std::string& out, const std::string& text, const std::string& indent, size_t width = 96) {
   for (const auto& para : paragraphs(text)) {
     std::string line;

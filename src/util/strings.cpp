@@ -119,4 +119,21 @@ std::vector<std::string> split_lines(std::string_view text) {
   return out;
 }
 
+std::vector<std::string> paragraphs(std::string_view text) {
+  std::vector<std::string> out;
+  bool open = false;
+  for (const auto& raw : split_lines(text)) {
+    std::string_view l = trim(raw);
+    if (l.empty()) {
+      open = false;
+      continue;
+    }
+    bool item = starts_with(l, "- ") || starts_with(l, "* ") || (l.size() > 2 && is_digit(l[0]) && l.find(". ") < 4);
+    if (open && !item) out.back().append(" ").append(l);
+    else out.emplace_back(l);
+    open = true;
+  }
+  return out;
+}
+
 }  // namespace firstfault

@@ -50,4 +50,8 @@ std::string truncate_utf8(std::string_view s, size_t max);
 
 std::vector<std::string> split_lines(std::string_view text);
 
+// Re-flows text: lines of one paragraph (YAML block scalars break them anywhere) are joined,
+// blank lines separate paragraphs, and list items ("- ", "* ", "1. ") start a new paragraph.
+std::vector<std::string> paragraphs(std::string_view text);
+
 }  // namespace firstfault
