@@ -75,10 +75,49 @@ la_ssize_t archive_read_cb(struct archive* a, void* client, const void** out) {
   return r;
 }
 
-class ArchiveSource : public ByteSource {
+// The data of libarchive's current entry (a decompressed file, or an archive member), block by
+// block, not with archive_read_data(): that call drops everything it had already decompressed
+// into `buf` when the stream breaks mid-request, so a truncated file would lose up to the whole
+// request (4 MiB) instead of at most libarchive's last 64 KiB block.
+class ArchiveDataSource : public ByteSource {
  public:
-  ArchiveSource(FdSource* raw, uint64_t* compressed_bytes) : feed_{raw, std::vector<char>(1 << 20), compressed_bytes} {
-    a_ = archive_read_new();
+  ArchiveDataSource(struct archive* a, const char* corrupt) : a_(a), corrupt_(corrupt) {}
+  ssize_t read(char* buf, size_t n) override {
+    while (pending_ == 0) {
+      const void* block = nullptr;
+      size_t size = 0;
+      la_int64_t offset = 0;
+      int r = archive_read_data_block(a_, &block, &size, &offset);
+      if (r == ARCHIVE_EOF) return 0;
+      if (r < ARCHIVE_WARN) {
+        const char* e = archive_error_string(a_);
+        error_ = e ? e : corrupt_;
+        return -1;
+      }
+      block_ = static_cast<const char*>(block);
+      pending_ = size;
+    }
+    size_t k = std::min(n, pending_);
+    std::memcpy(buf, block_, k);
+    block_ += k;
+    pending_ -= k;
+    return static_cast<ssize_t>(k);
+  }
+
+ protected:
+  struct archive* a_;
+
+ private:
+  const char* corrupt_;          // the reason when libarchive gives none
+  const char* block_ = nullptr;  // the rest of libarchive's current block (valid until the next call)
+  size_t pending_ = 0;
+};
+
+class ArchiveSource : public ArchiveDataSource {
+ public:
+  ArchiveSource(FdSource* raw, uint64_t* compressed_bytes)
+      : ArchiveDataSource(archive_read_new(), "corrupt compressed stream"),
+        feed_{raw, std::vector<char>(1 << 20), compressed_bytes} {
     archive_read_support_filter_all(a_);
     archive_read_support_format_raw(a_);
     archive_read_support_format_empty(a_);
@@ -107,38 +146,11 @@ class ArchiveSource : public ByteSource {
     }
     return true;
   }
-  // Block by block, not archive_read_data(): that call drops everything it had already
-  // decompressed into `buf` when the stream breaks mid-request, so a truncated file would lose
-  // up to the whole request (4 MiB) instead of at most libarchive's last 64 KiB block.
-  ssize_t read(char* buf, size_t n) override {
-    if (empty_) return 0;
-    while (pending_ == 0) {
-      const void* block = nullptr;
-      size_t size = 0;
-      la_int64_t offset = 0;
-      int r = archive_read_data_block(a_, &block, &size, &offset);
-      if (r == ARCHIVE_EOF) return 0;
-      if (r < ARCHIVE_WARN) {
-        const char* e = archive_error_string(a_);
-        error_ = e ? e : "corrupt compressed stream";
-        return -1;
-      }
-      block_ = static_cast<const char*>(block);
-      pending_ = size;
-    }
-    size_t k = std::min(n, pending_);
-    std::memcpy(buf, block_, k);
-    block_ += k;
-    pending_ -= k;
-    return static_cast<ssize_t>(k);
-  }
+  ssize_t read(char* buf, size_t n) override { return empty_ ? 0 : ArchiveDataSource::read(buf, n); }
 
  private:
-  struct archive* a_ = nullptr;
   ArchiveFeed feed_;
   bool empty_ = false;
-  const char* block_ = nullptr;  // the rest of libarchive's current block (valid until the next call)
-  size_t pending_ = 0;
 };
 
 std::string sniff_compression(const std::string& head) {
@@ -270,37 +282,11 @@ class RangeSource : public ByteSource {
   uint64_t pos_, end_;
 };
 
-// The current member of an archive that is being walked. Block by block for the same reason
-// as ArchiveSource: a damaged member keeps what was decompressed before the damage.
-class MemberSource : public ByteSource {
+// The current member of an archive that is being walked: a damaged member keeps what was
+// decompressed before the damage.
+class MemberSource : public ArchiveDataSource {
  public:
-  explicit MemberSource(struct archive* a) : a_(a) {}
-  ssize_t read(char* buf, size_t n) override {
-    while (pending_ == 0) {
-      const void* block = nullptr;
-      size_t size = 0;
-      la_int64_t offset = 0;
-      int r = archive_read_data_block(a_, &block, &size, &offset);
-      if (r == ARCHIVE_EOF) return 0;
-      if (r < ARCHIVE_WARN) {
-        const char* e = archive_error_string(a_);
-        error_ = e ? e : "corrupt archive member";
-        return -1;
-      }
-      block_ = static_cast<const char*>(block);
-      pending_ = size;
-    }
-    size_t k = std::min(n, pending_);
-    std::memcpy(buf, block_, k);
-    block_ += k;
-    pending_ -= k;
-    return static_cast<ssize_t>(k);
-  }
-
- private:
-  struct archive* a_;
-  const char* block_ = nullptr;
-  size_t pending_ = 0;
+  explicit MemberSource(struct archive* a) : ArchiveDataSource(a, "corrupt archive member") {}
 };
 
 }  // namespace
