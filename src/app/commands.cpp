@@ -25,6 +25,14 @@ namespace firstfault {
 
 namespace fs = std::filesystem;
 
+bool rank_from_ok(const std::string& regex) {
+  if (regex.empty()) return true;
+  RE2 re(regex, RE2::Quiet);
+  if (re.ok() && re.NumberOfCapturingGroups() >= 1) return true;
+  fmt::print(stderr, "firstfault: --rank-from '{}' must be a valid regex with one capture group\n", regex);
+  return false;
+}
+
 bool want_color(const std::string& mode) {
   if (mode == "always") return true;
   if (mode == "never") return false;
@@ -86,13 +94,7 @@ int run_diagnose(const DiagnoseOptions& o, std::ostream& out) {
   const Matcher& matcher = *engine->matcher;
   AnalyzeOptions ao;
   ao.rank_from = o.rank_from;
-  if (!o.rank_from.empty()) {
-    RE2 re(o.rank_from, RE2::Quiet);
-    if (!re.ok() || re.NumberOfCapturingGroups() < 1) {
-      fmt::print(stderr, "firstfault: --rank-from '{}' must be a valid regex with one capture group\n", o.rank_from);
-      return kExitUsage;
-    }
-  }
+  if (!rank_from_ok(o.rank_from)) return kExitUsage;
   JobResult r = analyze_paths(o.paths, matcher, ao);
   // Ingress: mask (when on) and defuse CI commands before anything is printed, stderr included,
   // so no renderer can leak or replay what the log held.
@@ -105,8 +107,7 @@ int run_diagnose(const DiagnoseOptions& o, std::ostream& out) {
   if (r.interrupted) return kExitInterrupted;
   // Nothing to show only when no input yielded a single line; a truncated file still has a
   // (partial) diagnosis worth printing.
-  bool all_failed = !r.problems.empty() && std::all_of(r.diagnosis.inputs.begin(), r.diagnosis.inputs.end(),
-                                                       [](const InputSummary& s) { return !s.error.empty() && s.lines == 0; });
+  bool all_failed = !r.problems.empty() && read_nothing(r.diagnosis.inputs);
   if (o.format == "json") {
     out << dump_json(diagnosis_to_json(r.diagnosis, *lib)) << "\n";
   } else if (is_ci_format(o.format)) {

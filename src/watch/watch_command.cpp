@@ -154,13 +154,7 @@ int run_watch(const WatchOptions& o, std::ostream& out) {
   auto exec_timeout = duration_option("--exec-timeout", o.exec_timeout, false);
   if (!update || !exec_timeout) return kExitUsage;
   cfg.update_interval = *update;
-  if (!o.rank_from.empty()) {
-    RE2 re(o.rank_from, RE2::Quiet);
-    if (!re.ok() || re.NumberOfCapturingGroups() < 1) {
-      fmt::print(stderr, "firstfault: --rank-from '{}' must be a valid regex with one capture group\n", o.rank_from);
-      return kExitUsage;
-    }
-  }
+  if (!rank_from_ok(o.rank_from)) return kExitUsage;
   if (!o.metrics_file.empty()) {
     // Fail now, not at the first write, when the file can never be written.
     if (Status s = write_file_atomically(o.metrics_file, "# firstfault watch starting\n"); !s.ok()) {

@@ -89,4 +89,8 @@ std::unique_ptr<Engine> load_engine(const CommonOptions& o);
 // Whether to colour output: --color, NO_COLOR, and whether stdout is a terminal.
 bool want_color(const std::string& mode);
 
+// Whether --rank-from REGEX is usable (valid, with a capture group for the rank); when not,
+// says so on stderr and the caller exits 2.
+bool rank_from_ok(const std::string& regex);
+
 }  // namespace firstfault
