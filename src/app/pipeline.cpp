@@ -156,4 +156,8 @@ JobResult analyze_paths(const std::vector<std::string>& paths, const Matcher& ma
   return r;
 }
 
+bool read_nothing(const std::vector<InputSummary>& inputs) {
+  return std::all_of(inputs.begin(), inputs.end(), [](const InputSummary& in) { return !in.error.empty() && in.lines == 0; });
+}
+
 }  // namespace firstfault

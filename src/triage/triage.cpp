@@ -127,9 +127,7 @@ void run_archive(const std::vector<const JobSpec*>& jobs, const Matcher& matcher
     for (const auto& in : d.inputs)
       if (!in.error.empty() && rec.error.empty()) rec.error = in.path + ": " + in.error;
     // Nothing at all was read: an error row. Something was read: the partial verdict, plus the error.
-    bool nothing_read = std::all_of(d.inputs.begin(), d.inputs.end(),
-                                    [](const InputSummary& in) { return !in.error.empty() && in.lines == 0; });
-    if (d.inputs.empty() || nothing_read) {
+    if (read_nothing(d.inputs)) {
       rec.verdict = "error";
       if (rec.error.empty()) rec.error = archive_error.empty() ? "no member of this job could be read" : archive_error;
     }
@@ -491,10 +489,8 @@ int run_triage(const TriageOptions& o, std::ostream& out) {
             if (!r.problems.empty()) {
               // As in diagnose: an error row only when no input yielded a line; a truncated
               // file keeps its partial verdict (the summary lists it as read partially).
-              bool all_bad = std::all_of(r.diagnosis.inputs.begin(), r.diagnosis.inputs.end(),
-                                         [](const InputSummary& in) { return !in.error.empty() && in.lines == 0; });
               rec.error = r.problems.front().path + ": " + r.problems.front().reason;
-              if (all_bad) rec.verdict = "error";
+              if (read_nothing(r.diagnosis.inputs)) rec.verdict = "error";
             }
             res.rec = std::move(rec);
             if (res.rec.verdict != "error") res.diagnosis = std::move(r.diagnosis);

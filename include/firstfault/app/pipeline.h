@@ -30,4 +30,8 @@ JobResult analyze_job(const std::vector<InputSource>& inputs, const Matcher& mat
 // Convenience for tests and callers with paths: expands, then analyses.
 JobResult analyze_paths(const std::vector<std::string>& paths, const Matcher& matcher, const AnalyzeOptions& options);
 
+// Whether no input yielded a single line (every one failed before its first line; true for
+// none). A truncated input still has a partial diagnosis worth reporting; this does not.
+bool read_nothing(const std::vector<InputSummary>& inputs);
+
 }  // namespace firstfault
