@@ -78,11 +78,11 @@ struct Correlator::Hits {
 
 Correlator::Correlator(const Library& lib, std::vector<size_t> tail_patterns)
     : lib_(lib),
-      tail_defs_(std::move(tail_patterns)),
       events_by_def_(lib.patterns.size()),
       count_by_def_(lib.patterns.size(), 0),
       referenced_(lib.patterns.size(), false),
-      def_has_step_(lib.patterns.size(), false) {
+      def_has_step_(lib.patterns.size(), false),
+      tail_defs_(std::move(tail_patterns)) {
   for (const Entry& e : lib.entries)
     for (const PatternRef& r : e.refs) referenced_[r.def] = true;
   for (size_t i = 0; i < lib.patterns.size(); ++i) {
