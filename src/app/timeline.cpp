@@ -17,6 +17,7 @@
 namespace firstfault {
 
 int run_timeline(const TimelineOptions& o, std::ostream& out) {
+  if (!rank_from_ok(o.rank_from)) return kExitUsage;
   auto engine = load_engine(o.common);
   if (!engine) return kExitUsage;
   const Library& lib = engine->library;

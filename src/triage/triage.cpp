@@ -402,6 +402,7 @@ int run_triage(const TriageOptions& o, std::ostream& out) {
       fmt::print(stderr, "firstfault: --shard must be I/N with 1 <= I <= N (got '{}')\n", o.shard);
       return kExitUsage;
     }
+    if (!rank_from_ok(o.rank_from)) return kExitUsage;
     if (!o.job_pattern.empty()) {
       RE2 re(o.job_pattern, RE2::Quiet);
       if (!re.ok()) {

@@ -113,3 +113,21 @@ TEST_CASE("triage: sharding is a deterministic partition") {
   CHECK(in1 > 50);
   CHECK(in2 > 50);
 }
+
+TEST_CASE("triage and timeline refuse an unusable --rank-from like diagnose and watch do") {
+  test::TempDir dir;
+  std::string log = dir.write("job/rank0.log", "hello\n");
+  std::ostringstream out;
+  for (std::string bad : {"rank(", "rank\\d+"}) {  // invalid; valid but without a capture group
+    TriageOptions t;
+    t.paths = {dir.path()};
+    t.rank_from = bad;
+    t.progress = false;
+    CHECK(run_triage(t, out) == kExitUsage);
+    TimelineOptions tl;
+    tl.paths = {log};
+    tl.rank_from = bad;
+    CHECK(run_timeline(tl, out) == kExitUsage);
+  }
+  CHECK(out.str().empty());  // the reason goes to stderr
+}
