@@ -2,10 +2,49 @@
 
 #include "firstfault/app/pipeline.h"
 
+#include <cstring>
+
 namespace firstfault {
 
 namespace {
 constexpr uint64_t kPrefilterAfterBytes = 8ull << 20;
+
+// Where byte `c` next occurs in a block, found with one memchr per occurrence rather than one
+// search per line: escapes, NULs and carriage returns are rare in most logs, so most lines are
+// known to be clean without being looked at. Queries must come with ascending offsets.
+class ByteCursor {
+ public:
+  ByteCursor(std::string_view block, char c) : block_(block), c_(c) { seek(0); }
+  // Whether [start, end) holds the byte.
+  bool within(size_t start, size_t end) {
+    if (next_ < start) seek(start);
+    return next_ < end;
+  }
+
+ private:
+  void seek(size_t from) {
+    const void* p = from < block_.size() ? std::memchr(block_.data() + from, c_, block_.size() - from) : nullptr;
+    next_ = p ? static_cast<size_t>(static_cast<const char*>(p) - block_.data()) : block_.size();
+  }
+  std::string_view block_;
+  char c_;
+  size_t next_ = 0;
+};
+
+// The normalisation a block's lines need, from three cursors over the block.
+class BlockHints {
+ public:
+  explicit BlockHints(std::string_view block) : esc_(block, '\x1b'), nul_(block, '\0'), cr_(block, '\r') {}
+  LineHints at(size_t start, size_t end) {
+    LineHints h;
+    h.may_have_escapes = esc_.within(start, end) || nul_.within(start, end);
+    h.may_have_cr = cr_.within(start, end);
+    return h;
+  }
+
+ private:
+  ByteCursor esc_, nul_, cr_;
+};
 }  // namespace
 
 LineFeed::LineFeed(const Matcher& matcher, Correlator& correlator, LineAttributor& attributor, uint32_t input,
@@ -21,8 +60,13 @@ void LineFeed::on_block(std::string_view block) {
   // an input proves large; until then lines go to the RE2 set.
   bytes_seen_ += block.size();
   const Prefilter* pf = matcher_.prefilter(bytes_seen_ > kPrefilterAfterBytes);
+  BlockHints hints(block);
   if (!pf) {
-    for_each_line(block, [&](std::string_view line) { process_line(line, nullptr, 0, true, false); });
+    size_t offset = 0;
+    for_each_line(block, [&](std::string_view line) {
+      process_line(line, nullptr, 0, true, false, hints.at(offset, offset + line.size()));
+      offset += line.size() + 1;
+    });
     return;
   }
   // Lines the prefilter rules out are still attributed (per-rank timeline) but not matched.
@@ -33,11 +77,12 @@ void LineFeed::on_block(std::string_view block) {
   for_each_line(block, [&](std::string_view line) {
     size_t start = offset;
     offset += line.size() + 1;
+    LineHints h = hints.at(start, start + line.size());
     while (next < lines.size() && lines[next].line_start < start) ++next;
     if (next < lines.size() && lines[next].line_start == start)
-      process_line(line, candidates_.patterns.data() + lines[next].first, lines[next].count, true, false);
+      process_line(line, candidates_.patterns.data() + lines[next].first, lines[next].count, true, false, h);
     else
-      process_line(line, nullptr, 0, false, false);
+      process_line(line, nullptr, 0, false, false, h);
   });
 }
 
@@ -48,7 +93,8 @@ void LineFeed::on_long_line(std::string_view head, uint64_t) {
 
 void LineFeed::on_partial_line(std::string_view head) { process_line(head, nullptr, 0, true, true); }
 
-void LineFeed::process_line(std::string_view line, const int* potentials, size_t npot, bool candidate, bool partial) {
+void LineFeed::process_line(std::string_view line, const int* potentials, size_t npot, bool candidate, bool partial,
+                            LineHints hints) {
   uint64_t line_no = line_no_ + 1;
   if (!partial) {
     line_no_ = line_no;
@@ -86,7 +132,7 @@ void LineFeed::process_line(std::string_view line, const int* potentials, size_t
       if (observer_) observer_->on_event(ev);
       corr_.add_event(std::move(ev));
     }
-  });
+  }, hints);
 }
 
 }  // namespace firstfault

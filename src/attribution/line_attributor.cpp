@@ -12,6 +12,17 @@ namespace {
 
 using sv = std::string_view;
 
+// ASCII-only and inline (the <cctype> calls consult the locale, on every line).
+bool is_alpha(char c) { return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z'); }
+bool is_upper(char c) { return c >= 'A' && c <= 'Z'; }
+bool is_alnum(char c) { return is_alpha(c) || is_digit(c); }
+// The first letters of the glog/c10 severities (I, W, E, F and D or V).
+bool is_severity_letter(char c, bool verbose) {
+  return c == 'I' || c == 'W' || c == 'E' || c == 'F' || c == (verbose ? 'V' : 'D');
+}
+// Could `c` start a level name is_level() accepts?
+bool is_level_initial(char c) { return c == 'D' || c == 'I' || c == 'W' || c == 'E' || c == 'C' || c == 'F'; }
+
 bool digits_at(sv s, size_t pos, size_t n) {
   if (pos + n > s.size()) return false;
   for (size_t i = 0; i < n; ++i)
@@ -87,7 +98,7 @@ int month_index(sv s) {
 
 // "Mar  3 04:27:08" at pos: returns length (15) or 0.
 size_t parse_mon_day_time(sv s, size_t pos, Timestamp& t) {
-  if (pos + 15 > s.size()) return 0;
+  if (pos + 15 > s.size() || s[pos + 3] != ' ') return 0;
   int mon = month_index(s.substr(pos, 3));
   if (!mon || s[pos + 3] != ' ') return 0;
   size_t d = pos + 4;
@@ -107,6 +118,7 @@ size_t parse_mon_day_time(sv s, size_t pos, Timestamp& t) {
 
 // kubectl --timestamps / CRI: "2019-06-21T19:50:53.813339525Z [stdout F ]"
 size_t p_cri(sv s, Attribution& a) {
+  if (s.size() < 20 || s[10] != 'T') return 0;  // cheap reject before parsing the date
   Timestamp t;
   bool had_t = false;
   size_t n = parse_iso(s, t, &had_t);
@@ -258,7 +270,7 @@ size_t p_bracket_rank(sv s, Attribution& a) {
   if (d == inner.size()) return 0;
   sv role = inner.substr(0, d);
   for (char c : role)
-    if (!(std::isalpha(static_cast<unsigned char>(c)) || c == '_' || c == '-')) return 0;
+    if (!(is_alpha(c) || c == '_' || c == '-')) return 0;
   // torchrun's failure summary numbers its entries "[0]:" on a line of their own: an index,
   // not a rank.
   if (role.empty() && close + 2 == s.size()) return 0;
@@ -273,7 +285,7 @@ size_t p_bracket_rank(sv s, Attribution& a) {
 
 // c10 header: "[E1003 18:37:01.832146912 ProcessGroupNCCL.cpp:607] " or "[E ProcessGroupNCCL.cpp:737] "
 size_t p_c10_header(sv s, Attribution& a) {
-  if (s.size() < 8 || s[0] != '[' || !std::strchr("IWEFV", s[1])) return 0;
+  if (s.size() < 8 || s[0] != '[' || !is_severity_letter(s[1], true)) return 0;
   size_t i = 2;
   if (s[i] != ' ') {
     size_t ds = i;
@@ -302,7 +314,7 @@ size_t p_c10_header(sv s, Attribution& a) {
 
 // glog / torch python glog-style: "W0801 13:23:17.366000 32974 path.py:900] "
 size_t p_glog(sv s, Attribution& a) {
-  if (s.size() < 25 || !std::strchr("IWEFD", s[0]) || !digits_at(s, 1, 4) || s[5] != ' ') return 0;
+  if (s.size() < 25 || !is_severity_letter(s[0], false) || !digits_at(s, 1, 4) || s[5] != ' ') return 0;
   unsigned h, mi, sec, ms = 0;
   if (!hms_at(s, 6, h, mi, sec)) return 0;
   size_t i = 14;
@@ -391,7 +403,8 @@ size_t p_iso_plain(sv s, Attribution& a) {
 
 // vLLM: "INFO 05-16 09:49:32 [parallel_state.py:1004] " (also without the bracket in older versions)
 size_t p_vllm(sv s, Attribution& a) {
-  size_t sp = s.find(' ');
+  if (s.empty() || !is_level_initial(s[0])) return 0;
+  size_t sp = s.substr(0, 9).find(' ');
   if (sp == sv::npos || sp > 8 || !is_level(s.substr(0, sp))) return 0;
   size_t i = sp + 1;
   if (!digits_at(s, i, 2) || i + 14 > s.size() || s[i + 2] != '-' || !digits_at(s, i + 3, 2) || s[i + 5] != ' ')
@@ -413,7 +426,8 @@ size_t p_vllm(sv s, Attribution& a) {
 
 // Python logging default: "WARNING:torch.distributed.elastic.multiprocessing.api:"
 size_t p_pylog_default(sv s, Attribution&) {
-  size_t c = s.find(':');
+  if (s.empty() || !is_level_initial(s[0])) return 0;
+  size_t c = s.substr(0, 9).find(':');
   if (c == sv::npos || c > 8 || !is_level(s.substr(0, c))) return 0;
   size_t c2 = s.find(':', c + 1);
   if (c2 == sv::npos || c2 - c > 100) return 0;
@@ -465,7 +479,7 @@ size_t p_pdsh(sv s, Attribution& a, bool pdsh) {
   if (!ip) {
     if (!pdsh) return 0;
     for (char ch : host)
-      if (!(std::isalnum(static_cast<unsigned char>(ch)) || ch == '-' || ch == '.' || ch == '_')) return 0;
+      if (!(is_alnum(ch) || ch == '-' || ch == '.' || ch == '_')) return 0;
   }
   a.host = host;
   return c + 2;
@@ -473,10 +487,11 @@ size_t p_pdsh(sv s, Attribution& a, bool pdsh) {
 
 // NCCL: "host:pid:tid [dev] " (dev is the local CUDA device, not a rank)
 size_t p_nccl(sv s, Attribution& a) {
-  size_t c1 = s.find(':');
-  if (c1 == sv::npos || c1 == 0 || c1 > 100) return 0;
-  for (size_t k = 0; k < c1; ++k)
-    if (s[k] == ' ' || s[k] == '[') return 0;
+  // The host runs up to the first ':' and holds no ' ' or '[': stop at whichever comes first
+  // (not a search of the whole line for a ':').
+  size_t c1 = 0;
+  while (c1 < s.size() && c1 <= 100 && s[c1] != ':' && s[c1] != ' ' && s[c1] != '[') ++c1;
+  if (c1 == 0 || c1 >= s.size() || c1 > 100 || s[c1] != ':') return 0;
   int64_t pid = 0, tid = 0;
   size_t n1 = parse_uint(s.substr(c1 + 1), pid);
   if (!n1 || c1 + 1 + n1 >= s.size() || s[c1 + 1 + n1] != ':') return 0;
@@ -589,8 +604,8 @@ Attribution LineAttributor::attribute(std::string_view line) {
     } else if (c == ' ') {
       if (!(n = p_slurm_label(s, a))) n = p_bracket_time(s, a);
     } else {
-      if (std::strchr("IWEFD", c)) n = p_glog(s, a);
-      if (!n && std::isupper(static_cast<unsigned char>(c))) {
+      if (is_severity_letter(c, false)) n = p_glog(s, a);
+      if (!n && is_upper(c)) {
         if (!(n = p_syslog(s, a)) && !(n = p_vllm(s, a)) && !(n = p_ompi(s, a))) n = p_pylog_default(s, a);
       }
       if (!n && c == 'P') n = p_slurm_label(s, a);

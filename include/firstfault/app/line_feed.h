@@ -42,7 +42,8 @@ class LineFeed : public BlockSink {
 
  private:
   // `potentials` narrows the patterns to try (from the prefilter); null with `candidate` means all.
-  void process_line(std::string_view line, const int* potentials, size_t npot, bool candidate, bool partial);
+  void process_line(std::string_view line, const int* potentials, size_t npot, bool candidate, bool partial,
+                    LineHints hints = {});
 
   const Matcher& matcher_;
   Correlator& corr_;

@@ -57,18 +57,29 @@ class LineAttributor {
   std::string last_host_;
 };
 
+// What a caller already knows a line cannot hold (LineFeed finds these bytes once per block
+// instead of searching every line for each of them).
+struct LineHints {
+  bool may_have_escapes = true;  // ESC or NUL
+  bool may_have_cr = true;       // '\r'
+};
+
 // Normalises one physical line for matching: removes ANSI escapes and NULs; returns the
 // '\r'-separated segments via `fn` (tqdm redraws; each is scanned), trailing '\r' dropped.
 // `scratch` is reused to avoid allocations.
 template <typename Fn>
-void for_each_segment(std::string_view line, std::string& scratch, Fn&& fn);
+void for_each_segment(std::string_view line, std::string& scratch, Fn&& fn, LineHints hints = {});
 
 std::string_view strip_ansi(std::string_view line, std::string& scratch);
 
 template <typename Fn>
-void for_each_segment(std::string_view line, std::string& scratch, Fn&& fn) {
+void for_each_segment(std::string_view line, std::string& scratch, Fn&& fn, LineHints hints) {
+  if (!hints.may_have_cr) {
+    fn(hints.may_have_escapes ? strip_ansi(line, scratch) : line);
+    return;
+  }
   if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
-  line = strip_ansi(line, scratch);
+  if (hints.may_have_escapes) line = strip_ansi(line, scratch);
   size_t cr = line.find('\r');
   if (cr == std::string_view::npos) {
     fn(line);

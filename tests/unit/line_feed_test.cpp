@@ -1,0 +1,90 @@
+// LineFeed finds escapes, NULs and carriage returns once per block (BlockHints) and skips the
+// per-line searches on lines without them. These tests prove the shortcut changes nothing: every
+// segment, rank and event is what the unhinted per-line path produces.
+#include <catch2/catch.hpp>
+
+#include <string>
+#include <vector>
+
+#include "firstfault/app/line_feed.h"
+#include "test_support.h"
+
+using namespace firstfault;
+
+namespace {
+
+struct Seen {
+  std::string segment;
+  int rank;
+  uint64_t line_no;
+  bool operator==(const Seen& o) const { return segment == o.segment && rank == o.rank && line_no == o.line_no; }
+};
+
+class Recorder : public LineObserver {
+ public:
+  void on_line(const Attribution& a, std::string_view segment, uint32_t, uint64_t line_no) override {
+    lines.push_back({std::string(segment), a.rank, line_no});
+  }
+  void on_event(const Event& ev) override { events.push_back({ev.text, ev.rank, ev.line}); }
+  std::vector<Seen> lines, events;
+};
+
+// The reference: each line on its own, through the unhinted for_each_segment.
+std::vector<Seen> per_line(std::string_view block) {
+  std::vector<Seen> out;
+  LineAttributor attr;
+  std::string scratch;
+  uint64_t line_no = 0;
+  for_each_line(block, [&](std::string_view line) {
+    ++line_no;
+    for_each_segment(line, scratch, [&](std::string_view seg) { out.push_back({std::string(seg), attr.attribute(seg).rank, line_no}); });
+  });
+  return out;
+}
+
+}  // namespace
+
+TEST_CASE("line feed: per-block escape/CR hints give the same segments, ranks and events as per-line searches") {
+  Library lib = test::repo_library();
+  Matcher matcher(lib);
+  REQUIRE(matcher.compile(true).ok());
+  // Clean lines around every kind of line the hints single out, at the block's start and end
+  // too: ANSI colour, a NUL, CRLF, a tqdm redraw with bare '\r's, and an ESC that is the
+  // block's last byte.
+  const std::string block =
+      std::string("\x1b[31m[rank1]:[E1107 09:50:00.000000000 train.cpp:1] torch.OutOfMemoryError: CUDA out of memory. Tried to "
+      "allocate 2.00 GiB.\x1b[0m\n"
+      "[rank0]:2026-11-27 13:00:00,035 - train - INFO - step 1 loss 2.5\n"
+      "[rank2]:step 2") + std::string("\0", 1) + std::string(" loss 2.4\n"
+      "[rank3]:2026-11-27 13:00:01,035 - train - INFO - step 2 loss 2.4\r\n"
+      "[rank0]:Epoch 1:  10%|#         | 1/10 [00:01<00:09]\r[rank0]:Epoch 1:  20%|##        | 2/10 [00:02<00:08]\r\n"
+      "gpu-node-001:20014:20014 [6] NCCL INFO Channel 00/32 :    0   1   2   3\n"
+      "[rank5]:[E1107 09:51:00.000000000 train.cpp:1] torch.OutOfMemoryError: CUDA out of memory.\n"
+      "[rank6]:plain line\n"
+      "[rank7]:last line \x1b");
+  for (bool prefilter : {false, true}) {
+    CAPTURE(prefilter);
+    Correlator corr(lib, matcher.tail_patterns());
+    LineAttributor attr;
+    InputSummary summary;
+    Recorder rec;
+    LineFeed feed(matcher, corr, attr, 0, summary, &rec);
+    if (prefilter) feed.prefer_prefilter();
+    feed.on_block(block);
+    CHECK(rec.lines == per_line(block));
+    REQUIRE(rec.events.size() >= 2);  // both OOM lines, escapes and all
+    CHECK(rec.events.front().rank == 1);
+    CHECK(rec.events.front().segment.find('\x1b') == std::string::npos);
+    CHECK(summary.lines == 9);
+  }
+}
+
+TEST_CASE("line feed: hints that rule out escapes and CRs pass the line through unchanged") {
+  std::string scratch;
+  std::vector<std::string> segs;
+  LineHints clean;
+  clean.may_have_escapes = false;
+  clean.may_have_cr = false;
+  for_each_segment("[rank3]: hello", scratch, [&](std::string_view s) { segs.emplace_back(s); }, clean);
+  CHECK(segs == std::vector<std::string>{"[rank3]: hello"});
+}
