@@ -5,7 +5,9 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <condition_variable>
 #include <cstring>
+#include <mutex>
 #include <thread>
 
 #include "firstfault/app/line_feed.h"
@@ -21,6 +23,14 @@ namespace {
 
 // Below this size a file is read by one thread; splitting costs more than it saves.
 constexpr uint64_t kParallelMinBytes = 32ull << 20;
+
+// How many small inputs per thread may be read ahead of the in-order merge (bounds the memory
+// of finished but not yet merged correlators).
+constexpr size_t kInputsAheadPerThread = 4;
+
+unsigned thread_count(const AnalyzeOptions& options) {
+  return std::max(1u, options.threads ? options.threads : std::thread::hardware_concurrency());
+}
 
 // Splits a large plain file at line boundaries into `parts` byte ranges.
 std::vector<uint64_t> split_points(int fd, uint64_t size, unsigned parts) {
@@ -72,7 +82,7 @@ void analyze_input(const InputSource& in, uint32_t index, const Matcher& matcher
   uint64_t size = 0;
   if (struct stat st {}; !in.is_stdin && ::stat(in.path.c_str(), &st) == 0 && S_ISREG(st.st_mode))
     size = static_cast<uint64_t>(st.st_size);
-  unsigned threads = std::max(1u, options.threads ? options.threads : std::thread::hardware_concurrency());
+  unsigned threads = thread_count(options);
   if (threads > 1 && parallel_candidate(in, size)) {
     int fd = ::open(in.path.c_str(), O_RDONLY | O_CLOEXEC);
     std::vector<uint64_t> cuts = split_points(fd, size, threads);
@@ -127,19 +137,91 @@ void analyze_input(const InputSource& in, uint32_t index, const Matcher& matcher
   }
 }
 
+// Reads inputs [first, last) (each too small to split: a job of one file per rank) on a pool of
+// threads, one input per task, each into its own correlator; those are merged in input order
+// (Correlator::absorb), so the result is the one a sequential read gives.
+void analyze_inputs_pooled(const std::vector<InputSource>& inputs, size_t first, size_t last, const Matcher& matcher,
+                           const AnalyzeOptions& options, unsigned threads, Correlator& corr,
+                           std::vector<InputSummary>& summaries, std::vector<InputProblem>& problems) {
+  const size_t n = last - first;
+  struct Slot {
+    std::unique_ptr<Correlator> corr;
+    std::vector<InputProblem> problems;
+    bool done = false;
+  };
+  std::vector<Slot> slots(n);
+  std::mutex mu;
+  std::condition_variable cv;
+  size_t next = 0, merged = 0;
+  const size_t ahead = kInputsAheadPerThread * threads;
+  AnalyzeOptions one = options;
+  one.threads = 1;  // the pool is the parallelism
+  auto worker = [&] {
+    for (;;) {
+      size_t k;
+      {
+        std::unique_lock<std::mutex> lock(mu);
+        cv.wait(lock, [&] { return next >= n || next < merged + ahead; });
+        if (next >= n) return;
+        k = next++;
+      }
+      auto part = std::make_unique<Correlator>(matcher.library(), matcher.tail_patterns());
+      std::vector<InputProblem> probs;
+      if (!g_interrupted.load()) {
+        summaries[first + k].path = inputs[first + k].path;
+        analyze_input(inputs[first + k], static_cast<uint32_t>(first + k), matcher, one, *part, summaries[first + k], probs);
+      }
+      std::lock_guard<std::mutex> lock(mu);
+      slots[k].corr = std::move(part);
+      slots[k].problems = std::move(probs);
+      slots[k].done = true;
+      cv.notify_all();
+    }
+  };
+  std::vector<std::thread> pool;
+  for (unsigned t = 0; t < std::min<size_t>(threads, n); ++t) pool.emplace_back(worker);
+  for (size_t k = 0; k < n; ++k) {
+    std::unique_ptr<Correlator> part;
+    {
+      std::unique_lock<std::mutex> lock(mu);
+      cv.wait(lock, [&] { return slots[k].done; });
+      part = std::move(slots[k].corr);
+    }
+    corr.absorb(std::move(*part), 0);
+    part.reset();
+    problems.insert(problems.end(), slots[k].problems.begin(), slots[k].problems.end());
+    std::lock_guard<std::mutex> lock(mu);
+    merged = k + 1;
+    cv.notify_all();
+  }
+  for (auto& t : pool) t.join();
+}
+
 }  // namespace
 
 JobResult analyze_job(const std::vector<InputSource>& inputs, const Matcher& matcher, const AnalyzeOptions& options) {
   JobResult result;
   Correlator corr(matcher.library(), matcher.tail_patterns());
   std::vector<InputSummary> summaries(inputs.size());
-  for (size_t i = 0; i < inputs.size(); ++i) {
+  const unsigned threads = thread_count(options);
+  for (size_t i = 0; i < inputs.size();) {
     if (g_interrupted.load()) {
       result.interrupted = true;
       break;
     }
+    // A run of two or more inputs too small to split goes to the pool; a large file is split.
+    size_t j = i;
+    uint64_t size = 0;
+    if (threads > 1)
+      while (j < inputs.size() && !inputs[j].is_stdin && !parallel_candidate(inputs[j], size)) ++j;
+    if (j - i >= 2) {
+      analyze_inputs_pooled(inputs, i, j, matcher, options, threads, corr, summaries, result.problems);
+      i = j;
+      continue;
+    }
     summaries[i].path = inputs[i].path;
     analyze_input(inputs[i], static_cast<uint32_t>(i), matcher, options, corr, summaries[i], result.problems);
+    ++i;
   }
   if (g_interrupted.load()) result.interrupted = true;
   corr.set_inputs(std::move(summaries));
