@@ -29,6 +29,7 @@ int run_timeline(const TimelineOptions& o, std::ostream& out) {
   bool redact = o.redact.value_or(redacts_by_default(o.format));
   Redactor redactor;
   if (redact) redact_diagnosis(r.diagnosis, redactor);
+  neutralize_diagnosis(r.diagnosis);  // as diagnose: the JSON is often echoed into CI logs
   auto shown = [&](const std::string& s) { return safe_line(redact ? redactor.mask(s) : s); };
   for (const auto& p : r.problems) fmt::print(stderr, "firstfault: {}: {}\n", shown(p.path), shown(p.reason));
   if (r.interrupted) return kExitInterrupted;

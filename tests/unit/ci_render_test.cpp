@@ -421,3 +421,19 @@ TEST_CASE("ci: every CI format masks by default and --no-redact turns it off") {
   CHECK(diagnose(o, out) == kExitDiagnosed);
   CHECK(out.find("192.168.10.11") == std::string::npos);
 }
+
+TEST_CASE("ci: timeline defuses CI commands in both formats, as diagnose does") {
+  test::TempDir dir;
+  // A file per rank: a raw line is that rank's own line, and can be its last line.
+  std::string log = dir.write("rank_0.log", "step 1\n::add-mask::secret-token\n");
+  for (const char* format : {"text", "json"}) {
+    TimelineOptions o;
+    o.paths = {log};
+    o.format = format;
+    std::ostringstream out;
+    run_timeline(o, out);
+    INFO(format << ":\n" << out.str());
+    CHECK(out.str().find("::add-mask") == std::string::npos);
+    CHECK(out.str().find(": :add-mask") != std::string::npos);
+  }
+}
