@@ -259,6 +259,12 @@ size_t p_ompi(sv s, Attribution& a) {
   return j;
 }
 
+// A stream tag glued to the text: "[stderr]    File ..." (Azure ML and other job runners that
+// merge a process's two streams). The text after it keeps its indentation (traceback lines).
+size_t p_stream_tag(sv s, Attribution&) {
+  return starts_with(s, "[stderr]") || starts_with(s, "[stdout]") ? 8 : 0;
+}
+
 // "[rank3]:" (c10, no space) / "[rank3]: " (excepthook) / "[default3]:" (torchrun tee, local rank) / "[3]:"
 size_t p_bracket_rank(sv s, Attribution& a) {
   if (s.size() < 4 || s[0] != '[') return 0;
@@ -592,7 +598,7 @@ Attribution LineAttributor::attribute(std::string_view line) {
     // pdsh's "host: " is a launcher layer: only a transport envelope may sit outside it.
     bool outermost = a.rank < 0 && a.local_rank < 0 && a.host.empty();
     if (c == '[') {
-      if (!(n = p_bracket_rank(s, a)) && !(n = p_c10_header(s, a)) && !(n = p_bracket_time(s, a)) &&
+      if (!(n = p_stream_tag(s, a)) && !(n = p_bracket_rank(s, a)) && !(n = p_c10_header(s, a)) && !(n = p_bracket_time(s, a)) &&
           !(n = p_ompi(s, a)) && !(n = p_kube_prefix(s, a)))
         n = p_dmesg(s, a);
     } else if (c == '(') {

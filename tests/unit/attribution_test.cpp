@@ -170,3 +170,14 @@ TEST_CASE("segments: tqdm carriage returns split, trailing CR dropped, ANSI remo
   for_each_segment("\x1b[2m\x1b[36m(pid=1)\x1b[0m hello\r", scratch, [&](std::string_view s) { segs.emplace_back(s); });
   REQUIRE(segs == std::vector<std::string>{"(pid=1) hello"});
 }
+
+TEST_CASE("attribution: a glued [stderr]/[stdout] stream tag is peeled, the indentation after it kept") {
+  auto a = attr("[stderr]ModuleNotFoundError: No module named 'tensorboard'");
+  CHECK(a.body == "ModuleNotFoundError: No module named 'tensorboard'");
+  auto b = attr("[stdout]    import tensorboard");
+  CHECK(b.body == "    import tensorboard");
+  auto c = attr("[stderr][rank2]: RuntimeError: boom");
+  CHECK(c.rank == 2);
+  CHECK(c.body == "RuntimeError: boom");
+  CHECK(attr("[stderror] x").body == "[stderror] x");  // only the two stream names
+}
