@@ -557,6 +557,17 @@ Diagnosis Correlator::finish() {
         if (op) op_of[seq] = *op;
       }
     }
+    // A flight-recorder dump "due to a collective timeout from this local rank" is that rank's
+    // own timeout (torch >= 2.4 may print it before, or instead of, the watchdog line): stuck at
+    // the work after its last completed one, or, with no counter, in the same hang as the others.
+    std::set<int> local_noseq;
+    if (auto def = lib_.find_pattern("nccl_dump_signal"))
+      for (const Event& ev : events_by_def_[*def]) {
+        if (ev.rank < 0 || ev.capture("detector")) continue;
+        int64_t done = ev.capture("completed") ? to_int(*ev.capture("completed")).value_or(-2) : -2;
+        if (done >= -1) by_seq[done + 1].insert(ev.rank);
+        else local_noseq.insert(ev.rank);
+      }
     size_t best = 0;
     for (const auto& [seq, rs] : by_seq)
       if (rs.size() > best) {  // ties keep the lowest seq: the first collective that hung
@@ -569,6 +580,7 @@ Diagnosis Correlator::finish() {
       nccl.reporters = noseq_reporters;
       nccl.op = noseq_op;
     }
+    if (!nccl.reporters.empty()) nccl.reporters.insert(local_noseq.begin(), local_noseq.end());
     for (auto name : {"nccl_work_status", "nccl_dump_signal"}) {
       auto def = lib_.find_pattern(name);
       if (!def) continue;

@@ -60,6 +60,32 @@ TEST_CASE("correlator: with only timeouts, the rank missing from them is the sus
   CHECK(d.initiating.method == "missing-from-timeout");
 }
 
+TEST_CASE("correlator: a dump signal 'from this local rank' is that rank's own timeout") {
+  // torch >= 2.4: a rank may report its timeout only as a flight-recorder dump signal (the
+  // watchdog line comes later or not at all); it counts as a reporter at the work after its last
+  // completed one, so the rank that never reached the collective is still singled out.
+  auto dump = [](int rank, const std::string& counters) {
+    return "[rank" + std::to_string(rank) + "]:[E1128 21:11:49.041194513 ProcessGroupNCCL.cpp:1870] [PG ID 0 PG GUID "
+           "0(default_pg) Rank " + std::to_string(rank) + "] Received a dump signal due to a collective timeout from "
+           "this local rank and we will try our best to dump the debug info. " + counters + "\n";
+  };
+  for (const std::string counters : {"Last enqueued NCCL work: 22, last completed NCCL work: 21.", ""}) {
+    CAPTURE(counters);
+    Fixture f;
+    std::string log;
+    for (int r = 0; r < 4; ++r) log += "[rank" + std::to_string(r) + "]:step 5\n";
+    log += dump(1, counters);
+    log += dump(3, counters);
+    log += timeout(2, 22, "BROADCAST");
+    Diagnosis d = f.run(log);
+    REQUIRE(d.entry);
+    CHECK(d.entry->id == "nccl-collective-timeout");
+    REQUIRE(d.initiating.rank);
+    CHECK(*d.initiating.rank == 0);
+    CHECK(d.initiating.method == "missing-from-timeout");
+  }
+}
+
 TEST_CASE("correlator: last enqueued work below the stuck SeqNum names the rank that never arrived") {
   Fixture f;
   std::string log;
