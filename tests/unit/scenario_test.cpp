@@ -61,51 +61,47 @@ TEST_CASE("scenarios: the injected rank is found at 8, 64 and 1,024 ranks") {
 }
 
 namespace {
-// The whole diagnosis as JSON: two runs must agree byte for byte.
-std::string diagnosis_json(const Diagnosis& d, const Library& lib) { return dump_json(diagnosis_to_json(d, lib)); }
+scenario::Spec spec_of(int ranks, Failure failure, int culprit, Layout layout, int steps, int noise_lines = 0) {
+  scenario::Spec spec;
+  spec.ranks = ranks;
+  spec.failure = failure;
+  spec.culprit = culprit;
+  spec.layout = layout;
+  spec.seed = static_cast<uint64_t>(ranks + culprit);
+  spec.steps = steps;
+  spec.noise_lines = noise_lines;
+  return spec;
+}
 }  // namespace
 
 TEST_CASE("scenarios: reading with several threads gives the same diagnosis as one thread") {
   Library lib = test::repo_library();
   Matcher matcher(lib);
   REQUIRE(matcher.compile(true).ok());
-  AnalyzeOptions one, two;
-  one.threads = 1;
-  two.threads = 2;
-  SECTION("a job of one file per rank: the files are read by a pool and merged in order") {
-    test::TempDir dir;
-    scenario::Spec spec;
-    spec.ranks = 64;
-    spec.failure = Failure::kUnevenBatches;
-    spec.culprit = 45;
-    spec.layout = Layout::kFilePerRank;
-    spec.seed = 7;
-    spec.steps = 12;
-    scenario::write(spec, dir.path());
-    Diagnosis a = analyze_paths({dir.path()}, matcher, one).diagnosis;
-    Diagnosis b = analyze_paths({dir.path()}, matcher, two).diagnosis;
+  // Diagnoses the written job with one and with two threads; the whole JSON must agree byte for byte.
+  auto same_either_way = [&](const scenario::Spec& spec, const std::vector<std::string>& paths) {
+    AnalyzeOptions one, two;
+    one.threads = 1;
+    two.threads = 2;
+    Diagnosis a = analyze_paths(paths, matcher, one).diagnosis;
+    Diagnosis b = analyze_paths(paths, matcher, two).diagnosis;
     REQUIRE(a.entry);
     CHECK(a.entry->id == scenario::expected_entry(spec.failure));
-    CHECK(a.inputs.size() == 65);
-    CHECK(diagnosis_json(a, lib) == diagnosis_json(b, lib));
+    CHECK(dump_json(diagnosis_to_json(a, lib)) == dump_json(diagnosis_to_json(b, lib)));
+    return a;
+  };
+  SECTION("a job of one file per rank: the files are read by a pool and merged in order") {
+    test::TempDir dir;
+    auto spec = spec_of(64, Failure::kUnevenBatches, 45, Layout::kFilePerRank, 12);
+    scenario::write(spec, dir.path());
+    CHECK(same_either_way(spec, {dir.path()}).inputs.size() == 65);
   }
   SECTION("one file large enough to be split at line boundaries") {
     test::TempDir dir;
-    scenario::Spec spec;
-    spec.ranks = 16;
-    spec.failure = Failure::kCudaOom;
-    spec.culprit = 11;
-    spec.layout = Layout::kTorchrun;
-    spec.seed = 3;
-    spec.steps = 400;
-    spec.noise_lines = 40;  // ~40 MB: above the 32 MiB split threshold
+    auto spec = spec_of(16, Failure::kCudaOom, 11, Layout::kTorchrun, 400, 40);  // ~40 MB: above the 32 MiB split threshold
     auto files = scenario::write(spec, dir.path());
     REQUIRE(files.size() == 1);
     REQUIRE(std::filesystem::file_size(files[0]) > (32u << 20));
-    Diagnosis a = analyze_paths(files, matcher, one).diagnosis;
-    Diagnosis b = analyze_paths(files, matcher, two).diagnosis;
-    REQUIRE(a.entry);
-    CHECK(a.entry->id == "cuda-oom");
-    CHECK(diagnosis_json(a, lib) == diagnosis_json(b, lib));
+    same_either_way(spec, files);
   }
 }
