@@ -423,9 +423,12 @@ size_t p_vllm(sv s, Attribution& a) {
   a.time.ms = make_ms(2000, mon, day, h, mi, sec, 0);
   size_t j = i + 14;
   if (j < s.size() && s[j] == ' ') ++j;
-  if (j < s.size() && s[j] == '[') {
-    size_t close = s.find("] ", j);
-    if (close != sv::npos && close - j < 120) j = close + 2;
+  // "[file.py:N] " (vLLM >= 0.8) or, before that, "file.py:N] " without the opening bracket.
+  bool bracket = j < s.size() && s[j] == '[';
+  size_t close = s.find("] ", j);
+  if (close != sv::npos && close - j < 120) {
+    sv where = s.substr(j, close - j);
+    if (bracket || (where.find(' ') == sv::npos && where.find(':') != sv::npos)) j = close + 2;
   }
   return j;
 }

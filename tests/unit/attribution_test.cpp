@@ -181,3 +181,11 @@ TEST_CASE("attribution: a glued [stderr]/[stdout] stream tag is peeled, the inde
   CHECK(c.body == "RuntimeError: boom");
   CHECK(attr("[stderror] x").body == "[stderror] x");  // only the two stream names
 }
+
+TEST_CASE("attribution: vLLM before 0.8 printed the source location without its opening bracket") {
+  auto a = attr("ERROR 03-28 21:38:23 ray_utils.py:44] torch.distributed.DistBackendError: NCCL error");
+  CHECK(a.body == "torch.distributed.DistBackendError: NCCL error");
+  CHECK(format_timestamp(a.time) == "--03-28T21:38:23");
+  // Not a location: the text stays.
+  CHECK(attr("INFO 03-28 21:38:23 see [a] here").body == "see [a] here");
+}
