@@ -712,7 +712,15 @@ Diagnosis Correlator::finish() {
         if (std::find(order.begin(), order.end(), ev->rank) == order.end()) order.push_back(ev->rank);
       dec.first_evidence = to_evidence(*first, name_of_ref(first), role_of_ref(first));
       dec.method = "root-event";
-      if (order.size() == 1) {
+      if (top.entry->job_scope) {
+        // A configuration or version error: every rank hits it, whichever printed it first.
+        dec.method = "job-wide";
+        dec.confidence = 0.6;
+        dec.candidates = order;
+        dec.reason = fmt::format("{} is a configuration error every rank of the job hits; rank {} printed it first, "
+                                 "which says nothing about where the fault is",
+                                 top.entry->id, first->rank);
+      } else if (order.size() == 1) {
         dec.rank = first->rank;
         dec.confidence = 0.9;
         dec.reason = fmt::format("rank {} is the only rank with a root event ({})", first->rank, name_of_ref(first));

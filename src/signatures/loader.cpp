@@ -340,7 +340,7 @@ Library load_sources(const std::vector<SourceFile>& sources, std::vector<LoadPro
     e.loc = fc.loc(root);
     e.loc.file = src.path;
     fc.only_keys(root,
-                 {"id", "title", "category", "severity", "systems", "patterns", "match", "specializes", "root_cause",
+                 {"id", "title", "category", "severity", "systems", "patterns", "match", "specializes", "scope", "root_cause",
                   "confirm", "fix", "prevention", "references", "related", "examples"},
                  "an entry");
     e.id = fc.scalar(root, "id", true);
@@ -368,6 +368,10 @@ Library load_sources(const std::vector<SourceFile>& sources, std::vector<LoadPro
         fc.error(root["references"][i], "references must be URLs");
     e.related = fc.list(root, "related", false);
     e.specializes = fc.list(root, "specializes", false);
+    std::string scope = fc.scalar(root, "scope", false);
+    if (!scope.empty() && scope != "job" && scope != "rank")
+      fc.error(root["scope"], fmt::format("unknown scope '{}' (rank, job)", scope));
+    e.job_scope = scope == "job";
 
     YAML::Node pats = root["patterns"];
     if (!pats || !pats.IsSequence() || pats.size() == 0) {

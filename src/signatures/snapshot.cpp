@@ -20,7 +20,7 @@ static_assert(sizeof(PatternRef) == 48, "PatternRef changed: update the snapshot
 static_assert(sizeof(CaptureRule) == 56, "CaptureRule changed: update the snapshot");
 static_assert(sizeof(MatchRule) == 160, "MatchRule changed: update the snapshot");
 static_assert(sizeof(Example) == 40, "Example changed: update the snapshot");
-static_assert(sizeof(Entry) == 584, "Entry changed: update the snapshot");
+static_assert(sizeof(Entry) == 592, "Entry changed: update the snapshot");
 static_assert(sizeof(Override) == 136, "Override changed: update the snapshot");
 static_assert(sizeof(Library) == 168, "Library changed: update the snapshot");
 #endif
@@ -164,6 +164,7 @@ void write_payload(Writer& w, const Library& lib) {
     }
     w.u8(m.require_is_default);
     w.strs(e.specializes);
+    w.u8(e.job_scope);
     w.str(e.root_cause);
     w.str(e.fix);
     for (const auto* v : {&e.confirm, &e.prevention, &e.references, &e.related}) w.strs(*v);
@@ -231,6 +232,7 @@ bool read_payload(Reader& r, Library& lib) {
     }
     m.require_is_default = r.flag();
     e.specializes = r.strs();
+    e.job_scope = r.flag();
     e.root_cause = r.str();
     e.fix = r.str();
     for (auto* v : {&e.confirm, &e.prevention, &e.references, &e.related}) *v = r.strs();

@@ -189,3 +189,19 @@ TEST_CASE("pipeline: a 100 MB line is capped for matching, counted, and the line
   REQUIRE(d.entry);
   CHECK(d.entry->id == "cuda-oom");
 }
+
+TEST_CASE("correlator: a 'scope: job' entry (a configuration error) names no initiating rank") {
+  Fixture f;
+  // Megatron's divisibility check as one rank's traceback shows it; every rank would raise it.
+  std::string log = "[rank0]:step 0\n[rank4]:step 0\n"
+                    "[rank4]:   File \"/work/minillm/transformers/src/transformers/mpu/utils.py\", line 11, in ensure_divisibility\n"
+                    "[rank4]: AssertionError: 2 is not divisible by 4\n";
+  Diagnosis d = f.run(log);
+  REQUIRE(d.entry);
+  CHECK(d.entry->id == "vllm-tp-size-not-divisor");
+  CHECK(d.entry->job_scope);
+  CHECK_FALSE(d.initiating.rank);
+  CHECK(d.initiating.method == "job-wide");
+  REQUIRE(d.initiating.first_evidence);
+  CHECK(d.initiating.first_evidence->rank == 4);
+}

@@ -130,3 +130,18 @@ TEST_CASE("loader: the built-in library is valid") {
   CHECK(problems.empty());
   CHECK(lib.entries.size() >= 8);
 }
+
+TEST_CASE("loader: scope is rank (default) or job; anything else is an error with its place") {
+  std::vector<LoadProblem> problems;
+  Library lib = load({{"signatures/common/s.yaml", kShared},
+                      {"signatures/memory/cfg.yaml", entry("cfg", "scope: job\n")},
+                      {"signatures/memory/plain.yaml", entry("plain")}},
+                     problems);
+  for (const auto& p : problems) INFO(p.format());
+  REQUIRE(problems.empty());
+  CHECK(lib.find_entry("cfg")->job_scope);
+  CHECK_FALSE(lib.find_entry("plain")->job_scope);
+  std::vector<LoadProblem> p2;
+  load({{"signatures/common/s.yaml", kShared}, {"signatures/memory/bad.yaml", entry("bad", "scope: node\n")}}, p2);
+  CHECK(has(p2, "signatures/memory/bad.yaml:21:8: unknown scope 'node' (rank, job)"));
+}

@@ -43,6 +43,7 @@ json dump(const Entry& e) {
                      {"absent", m.absent}, {"fallback", m.fallback}, {"captures", captures},
                      {"require_is_default", m.require_is_default}}},
           {"specializes", e.specializes},
+          {"job_scope", e.job_scope},
           {"root_cause", e.root_cause},
           {"fix", e.fix},
           {"confirm", e.confirm},

@@ -90,6 +90,9 @@ struct Entry {
   std::vector<PatternRef> refs;
   MatchRule match;
   std::vector<std::string> specializes;
+  // `scope: job`: a failure every rank of the job hits the same way (a configuration or
+  // version error); which rank printed it first says nothing, so no initiating rank is named.
+  bool job_scope = false;
   std::string root_cause, fix;
   std::vector<std::string> confirm, prevention, references, related;
   std::vector<Example> examples;
