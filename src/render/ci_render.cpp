@@ -53,7 +53,7 @@ std::string one_paragraph(std::string_view text) {
 }
 
 std::string rank_phrase(const Diagnosis& d) {
-  if (!d.initiating.rank) return "unknown";
+  if (!d.initiating.rank) return d.initiating.method == "job-wide" ? "none (job-wide)" : "unknown";
   std::string s = std::to_string(*d.initiating.rank);
   if (!d.initiating.host.empty()) s += " on host " + safe_line(d.initiating.host);
   return s;
@@ -281,7 +281,7 @@ std::string render_markdown(const Diagnosis& d, const Library& lib, const CiRend
     out += fmt::format("**Verdict:** diagnosed {} · {} · severity **{}** · confidence {:.2f}\n\n", md_code(e.id), e.category,
                        e.severity, d.confidence);
     out += "| | |\n|---|---|\n";
-    std::string rank = d.initiating.rank ? fmt::format("**{}**", *d.initiating.rank) : "unknown";
+    std::string rank = d.initiating.rank ? fmt::format("**{}**", *d.initiating.rank) : rank_phrase(d);
     if (d.initiating.rank && !d.initiating.host.empty()) rank += " on host " + md_code(safe_line(d.initiating.host));
     out += "| Initiating rank | " + rank + " |\n";
     if (!d.initiating.reason.empty()) out += "| Why | " + md_escape(safe_line(d.initiating.reason)) + " |\n";

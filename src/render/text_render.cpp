@@ -76,7 +76,7 @@ std::string render_text(const Diagnosis& d, const Library& lib, const TextStyle&
     std::string host = r.host.empty() ? "" : fmt::format(" on host {}", safe(r.host));
     out += paint("1;31", fmt::format("Initiating rank: {}{}", *r.rank, host)) + "\n";
   } else {
-    out += paint("1", "Initiating rank: unknown") + "\n";
+    out += paint("1", r.method == "job-wide" ? "Initiating rank: none (job-wide)" : "Initiating rank: unknown") + "\n";
   }
   if (!r.reason.empty()) out += "  why: " + safe(r.reason) + "\n";
   if (r.candidates.size() > 1 && r.confidence < 0.7)
