@@ -210,9 +210,11 @@ size_t p_ray(sv s, Attribution& a) {
   a.pid = pid;
   size_t ip = inner.find("ip=");
   if (ip != sv::npos) a.host = inner.substr(ip + 3, inner.find_first_of(",)", ip) == sv::npos ? sv::npos : inner.find_first_of(",)", ip) - ip - 3);
-  size_t r = inner.find("[rank=");
+  // "[rank=N]" (Megatron/NeMo-RL policy workers) or " rank=N " (vLLM V1's "(VllmWorker rank=3 pid=225)").
   int64_t rank = 0;
+  size_t r = inner.find("[rank=");
   if (r != sv::npos && parse_uint(inner.substr(r + 6), rank)) a.rank = rank_or_none(rank);
+  else if ((r = inner.find(" rank=")) != sv::npos && parse_uint(inner.substr(r + 6), rank)) a.rank = rank_or_none(rank);
   return close + 2;
 }
 
@@ -263,6 +265,14 @@ size_t p_ompi(sv s, Attribution& a) {
 // merge a process's two streams). The text after it keeps its indentation (traceback lines).
 size_t p_stream_tag(sv s, Attribution&) {
   return starts_with(s, "[stderr]") || starts_with(s, "[stdout]") ? 8 : 0;
+}
+
+// An ANSI colour code whose ESC byte was lost on the way ("[36m(main_task pid=1) ..."), at the
+// start of a line: only "[" digits (";" digits) "m".
+size_t p_bare_sgr(sv s, Attribution&) {
+  size_t i = 1;
+  while (i < s.size() && i < 16 && (is_digit(s[i]) || s[i] == ';')) ++i;
+  return i > 1 && i < s.size() && s[i] == 'm' && is_digit(s[1]) ? i + 1 : 0;
 }
 
 // "[rank3]:" (c10, no space) / "[rank3]: " (excepthook) / "[default3]:" (torchrun tee, local rank) / "[3]:"
@@ -601,7 +611,7 @@ Attribution LineAttributor::attribute(std::string_view line) {
     // pdsh's "host: " is a launcher layer: only a transport envelope may sit outside it.
     bool outermost = a.rank < 0 && a.local_rank < 0 && a.host.empty();
     if (c == '[') {
-      if (!(n = p_stream_tag(s, a)) && !(n = p_bracket_rank(s, a)) && !(n = p_c10_header(s, a)) && !(n = p_bracket_time(s, a)) &&
+      if (!(n = p_stream_tag(s, a)) && !(n = p_bare_sgr(s, a)) && !(n = p_bracket_rank(s, a)) && !(n = p_c10_header(s, a)) && !(n = p_bracket_time(s, a)) &&
           !(n = p_ompi(s, a)) && !(n = p_kube_prefix(s, a)))
         n = p_dmesg(s, a);
     } else if (c == '(') {

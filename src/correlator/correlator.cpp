@@ -581,11 +581,19 @@ Diagnosis Correlator::finish() {
       nccl.op = noseq_op;
     }
     if (!nccl.reporters.empty()) nccl.reporters.insert(local_noseq.begin(), local_noseq.end());
+    // The process group of the stuck collective, when a status line names it: counters of
+    // another group (a rank's default PG while an expert-parallel group hung) say nothing about it.
+    int64_t stuck_pg = -1;
+    if (auto def = lib_.find_pattern("nccl_work_status"); def && nccl.seq >= 0)
+      for (const Event& ev : events_by_def_[*def])
+        if (ev.capture("pg") && ev.capture("seq") && to_int(*ev.capture("seq")).value_or(-1) == nccl.seq)
+          stuck_pg = to_int(*ev.capture("pg")).value_or(-1);
     for (auto name : {"nccl_work_status", "nccl_dump_signal"}) {
       auto def = lib_.find_pattern(name);
       if (!def) continue;
       for (const Event& ev : events_by_def_[*def]) {
         if (ev.rank < 0) continue;
+        if (stuck_pg >= 0 && ev.capture("pg") && to_int(*ev.capture("pg")).value_or(stuck_pg) != stuck_pg) continue;
         int64_t enq = ev.capture("enqueued") ? to_int(*ev.capture("enqueued")).value_or(-1) : -1;
         if (enq < 0) continue;
         auto it = nccl.enqueued.find(ev.rank);
@@ -645,11 +653,15 @@ Diagnosis Correlator::finish() {
   // ---- verdict ----
   if (all.empty()) {
     d.verdict = "clean";
+    // Lines an error pattern catches but that are known to be harmless (error_benign_line).
+    std::set<std::pair<uint32_t, uint64_t>> benign;
+    if (auto def = lib_.find_pattern("error_benign_line"))
+      for (const Event& ev : events_by_def_[*def]) benign.insert({ev.input, ev.line});
     const Event* first_err = nullptr;
     for (auto name : {"error_exception_line", "error_fatal_line"})
       if (auto def = lib_.find_pattern(name))
         for (const Event& ev : events_by_def_[*def])
-          if (!first_err || earlier(ev, *first_err)) first_err = &ev;
+          if (!benign.count({ev.input, ev.line}) && (!first_err || earlier(ev, *first_err))) first_err = &ev;
     if (first_err) {
       d.verdict = "unrecognized";
       d.first_error = to_evidence(*first_err, lib_.patterns[first_err->def].name, Role::kContext);

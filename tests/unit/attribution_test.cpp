@@ -189,3 +189,14 @@ TEST_CASE("attribution: vLLM before 0.8 printed the source location without its 
   // Not a location: the text stays.
   CHECK(attr("INFO 03-28 21:38:23 see [a] here").body == "see [a] here");
 }
+
+TEST_CASE("attribution: vLLM V1 worker prefix carries the rank; a colour code that lost its ESC is peeled") {
+  auto a = attr("(VllmWorker rank=3 pid=225) ERROR 08-29 01:18:42 [multiproc_executor.py:546] RuntimeError: CUDA error");
+  CHECK(a.rank == 3);
+  CHECK(a.pid == 225);
+  CHECK(a.body == "RuntimeError: CUDA error");
+  auto b = attr("[36m(main_task pid=2961) ValueError: max_num_batched_tokens (8192) is smaller than max_model_len (32768)");
+  CHECK(b.pid == 2961);
+  CHECK(b.body == "ValueError: max_num_batched_tokens (8192) is smaller than max_model_len (32768)");
+  CHECK(attr("[12] items left").body == "[12] items left");
+}

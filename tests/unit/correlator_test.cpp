@@ -86,6 +86,22 @@ TEST_CASE("correlator: a dump signal 'from this local rank' is that rank's own t
   }
 }
 
+TEST_CASE("correlator: counters of another process group never name a rank behind the stuck collective") {
+  // An expert-parallel group (PG 3) hung at SeqNum 1438 on rank 13; rank 0 only relays the dump
+  // request, with its default group's counters (1261). Rank 0 is a bystander (prime-rl#3186).
+  Fixture f;
+  std::string log =
+      "[rank0]:[E804 23:05:54.817424543 ProcessGroupNCCL.cpp:1914] [PG ID 0 PG GUID 0(default_pg) Rank 0] Received a dump "
+      "signal due to a collective timeout from  rank 13 and we will try our best to dump the debug info. Last enqueued "
+      "NCCL work: 1261, last completed NCCL work: 1259.\n";
+  log += timeout(13, 1438, "ALLTOALL_BASE");
+  log += "[rank13]:[E804 23:05:54.517045067 ProcessGroupNCCL.cpp:2303] [PG ID 3 PG GUID d03ba143 Rank 1]  failure "
+         "detected by watchdog at work sequence id: 1438 PG status: last enqueued work: 1441, last completed work: 1437\n";
+  Diagnosis d = f.run(log);
+  REQUIRE(d.entry);
+  CHECK_FALSE(d.initiating.rank);
+}
+
 TEST_CASE("correlator: last enqueued work below the stuck SeqNum names the rank that never arrived") {
   Fixture f;
   std::string log;
