@@ -606,9 +606,11 @@ Diagnosis Correlator::finish() {
   }
   int world = 0;
   for (const auto& [r, rs] : ranks_) world = std::max(world, r + 1);
+  int init_world = 0;  // the size NCCL init printed, when it did
   for (auto name : {"nccl_comm_init_rank", "nccl_init_start_rank"})
     if (auto def = lib_.find_pattern(name))
-      for (const Event& ev : events_by_def_[*def]) world = std::max(world, world_or(ev.capture("nranks"), 0));
+      for (const Event& ev : events_by_def_[*def]) init_world = std::max(init_world, world_or(ev.capture("nranks"), 0));
+  world = std::max(world, init_world);
   for (int r : nccl.reporters) world = std::max(world, r + 1);
   std::vector<int> missing;
   if (nccl.reporters.size() >= 2 && world > 0) {
@@ -817,6 +819,14 @@ Diagnosis Correlator::finish() {
           dec.reason = fmt::format("ranks {} timed out in {}{}; rank {} reported no timeout, so it never reached the collective",
                                    format_ranges(std::vector<int>(nccl.reporters.begin(), nccl.reporters.end())), opdesc,
                                    seqdesc, suspects.front());
+          // With no NCCL init line the job's size is a guess (the highest rank seen); a missing
+          // rank that printed nothing at all may just be outside a pasted excerpt.
+          if (init_world == 0 && !ranks_.count(suspects.front())) {
+            dec.confidence = std::min(dec.confidence, 0.5);
+            dec.reason += fmt::format(" (the job's size is taken from the highest rank seen and rank {} printed nothing, so "
+                                      "it may only be missing from this log)",
+                                      suspects.front());
+          }
         }
         // The suspect's own last sign of life, when the entry recognises it (e.g. "Training completed").
         for (size_t r = 0; r < top.entry->refs.size(); ++r) {

@@ -102,6 +102,20 @@ TEST_CASE("correlator: counters of another process group never name a rank behin
   CHECK_FALSE(d.initiating.rank);
 }
 
+TEST_CASE("correlator: a missing rank that printed nothing, in a log with no NCCL init, is named with less confidence") {
+  Fixture f;
+  Diagnosis quiet = f.run(timeout(1, 77) + timeout(2, 77));  // rank 0 never appears: maybe just not pasted
+  REQUIRE(quiet.initiating.rank);
+  CHECK(*quiet.initiating.rank == 0);
+  CHECK(quiet.initiating.method == "missing-from-timeout");
+  CHECK(quiet.initiating.confidence <= 0.5);
+  CHECK(quiet.initiating.reason.find("may only be missing from this log") != std::string::npos);
+  Diagnosis seen = f.run("[rank0]:step 5\n" + timeout(1, 77) + timeout(2, 77));  // rank 0 was there and fell silent
+  REQUIRE(seen.initiating.rank);
+  CHECK(*seen.initiating.rank == 0);
+  CHECK(seen.initiating.confidence > 0.5);
+}
+
 TEST_CASE("correlator: last enqueued work below the stuck SeqNum names the rank that never arrived") {
   Fixture f;
   std::string log;
