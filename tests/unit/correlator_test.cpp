@@ -27,6 +27,14 @@ std::string oom(int rank, const char* hms = "09:50:00") {
          ".000000000 train.cpp:1] torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB. GPU 0 has a "
          "total capacity of 79.10 GiB\n";
 }
+// The entry and the initiating-rank decision together.
+void check_decision(const Diagnosis& d, const std::string& id, int rank, const std::string& method) {
+  REQUIRE(d.entry);
+  CHECK(d.entry->id == id);
+  REQUIRE(d.initiating.rank);
+  CHECK(*d.initiating.rank == rank);
+  CHECK(d.initiating.method == method);
+}
 }  // namespace
 
 TEST_CASE("correlator: a root event on one rank beats the loud cascade on the others") {
@@ -52,12 +60,7 @@ TEST_CASE("correlator: with only timeouts, the rank missing from them is the sus
   for (int r = 0; r < 8; ++r) log += "[rank" + std::to_string(r) + "]:step 5\n";
   for (int r = 0; r < 8; ++r)
     if (r != 6) log += timeout(r, 500);
-  Diagnosis d = f.run(log);
-  REQUIRE(d.entry);
-  CHECK(d.entry->id == "nccl-collective-timeout");
-  REQUIRE(d.initiating.rank);
-  CHECK(*d.initiating.rank == 6);
-  CHECK(d.initiating.method == "missing-from-timeout");
+  check_decision(f.run(log), "nccl-collective-timeout", 6, "missing-from-timeout");
 }
 
 TEST_CASE("correlator: a dump signal 'from this local rank' is that rank's own timeout") {
@@ -77,12 +80,7 @@ TEST_CASE("correlator: a dump signal 'from this local rank' is that rank's own t
     log += dump(1, counters);
     log += dump(3, counters);
     log += timeout(2, 22, "BROADCAST");
-    Diagnosis d = f.run(log);
-    REQUIRE(d.entry);
-    CHECK(d.entry->id == "nccl-collective-timeout");
-    REQUIRE(d.initiating.rank);
-    CHECK(*d.initiating.rank == 0);
-    CHECK(d.initiating.method == "missing-from-timeout");
+    check_decision(f.run(log), "nccl-collective-timeout", 0, "missing-from-timeout");
   }
 }
 
