@@ -100,7 +100,7 @@ int month_index(sv s) {
 size_t parse_mon_day_time(sv s, size_t pos, Timestamp& t) {
   if (pos + 15 > s.size() || s[pos + 3] != ' ') return 0;
   int mon = month_index(s.substr(pos, 3));
-  if (!mon || s[pos + 3] != ' ') return 0;
+  if (!mon) return 0;
   size_t d = pos + 4;
   unsigned day;
   if (s[d] == ' ' && is_digit(s[d + 1])) day = num(s, d + 1, 1);
