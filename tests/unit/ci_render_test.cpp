@@ -25,10 +25,7 @@ namespace {
 std::string kb(const std::string& name) { return test::source_dir() + "/testdata/kb/" + name; }
 std::string e2e(const std::string& name) { return test::source_dir() + "/testdata/e2e/" + name; }
 
-struct Fixture {
-  Library lib = test::repo_library();
-  Matcher matcher{lib};
-  Fixture() { REQUIRE(matcher.compile(true).ok()); }
+struct Fixture : test::RepoEngine {
   Diagnosis run(const std::vector<std::string>& paths) {
     Diagnosis d = analyze_paths(paths, matcher, {}).diagnosis;
     neutralize_diagnosis(d);

@@ -18,9 +18,8 @@ TEST_CASE("corpus: every labelled real log lands on an accepted entry and rank")
     WARN("../shared/corpus not present; skipping");
     return;
   }
-  Library lib = test::repo_library();
-  Matcher matcher(lib);
-  REQUIRE(matcher.compile(true).ok());
+  test::RepoEngine engine;
+  const Matcher& matcher = engine.matcher;
   std::ifstream in(test::source_dir() + "/tests/corpus/expectations.tsv");
   REQUIRE(in);
   std::string line;

@@ -7,11 +7,8 @@
 using namespace firstfault;
 
 namespace {
-struct Fixture {
-  Library lib = test::repo_library();
-  Matcher matcher{lib};
+struct Fixture : test::RepoEngine {
   test::TempDir dir;
-  Fixture() { REQUIRE(matcher.compile(true).ok()); }
   Diagnosis run(const std::string& text, const std::string& name = "job.log") {
     return analyze_paths({dir.write(name, text)}, matcher, {}).diagnosis;
   }

@@ -29,9 +29,9 @@ std::vector<std::string> healthy_logs() {
 }  // namespace
 
 TEST_CASE("healthy: no log of a successful job is diagnosed") {
-  Library lib = test::repo_library();
-  Matcher matcher(lib);
-  REQUIRE(matcher.compile(true).ok());
+  test::RepoEngine engine;
+  const Library& lib = engine.lib;
+  const Matcher& matcher = engine.matcher;
   std::vector<std::string> logs = healthy_logs();
   REQUIRE(logs.size() >= 8);
   for (const std::string& path : logs) {
@@ -53,9 +53,9 @@ TEST_CASE("healthy: no log of a successful job is diagnosed") {
 
 TEST_CASE("healthy: the corpus exercises the noise it is meant to cover") {
   // If a regeneration dropped these lines, the test above would pass without proving anything.
-  Library lib = test::repo_library();
-  Matcher matcher(lib);
-  REQUIRE(matcher.compile(true).ok());
+  test::RepoEngine engine;
+  const Library& lib = engine.lib;
+  const Matcher& matcher = engine.matcher;
   std::vector<std::string> logs = healthy_logs();
   auto seen = [&](const std::string& pattern) {
     auto def = lib.find_pattern(pattern);

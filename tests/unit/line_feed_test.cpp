@@ -45,9 +45,9 @@ std::vector<Seen> per_line(std::string_view block) {
 }  // namespace
 
 TEST_CASE("line feed: per-block escape/CR hints give the same segments, ranks and events as per-line searches") {
-  Library lib = test::repo_library();
-  Matcher matcher(lib);
-  REQUIRE(matcher.compile(true).ok());
+  test::RepoEngine engine;
+  const Library& lib = engine.lib;
+  const Matcher& matcher = engine.matcher;
   // Clean lines around every kind of line the hints single out, at the block's start and end
   // too: ANSI colour, a NUL, CRLF, a tqdm redraw with bare '\r's, and an ESC that is the
   // block's last byte.

@@ -13,9 +13,8 @@
 using namespace firstfault;
 
 TEST_CASE("real logs: every case from a public bug report lands on its expected entry and rank") {
-  Library lib = test::repo_library();
-  Matcher matcher(lib);
-  REQUIRE(matcher.compile(true).ok());
+  test::RepoEngine engine;
+  const Matcher& matcher = engine.matcher;
   std::vector<std::filesystem::path> cases;
   for (const auto& e : std::filesystem::directory_iterator(test::source_dir() + "/testdata/real"))
     if (e.is_directory()) cases.push_back(e.path());

@@ -24,10 +24,7 @@ using namespace firstfault;
 
 namespace {
 
-struct Fixture {
-  Library lib = test::repo_library();
-  Matcher matcher{lib};
-  Fixture() { REQUIRE(matcher.compile(true).ok()); }
+struct Fixture : test::RepoEngine {
   Diagnosis run(const std::string& path) { return analyze_paths({path}, matcher, {}).diagnosis; }
 };
 

@@ -28,11 +28,8 @@ namespace fs = std::filesystem;
 
 namespace {
 
-struct Fixture {
-  Library lib = test::repo_library();
-  Matcher matcher{lib};
+struct Fixture : test::RepoEngine {
   test::TempDir dir;
-  Fixture() { REQUIRE(matcher.compile(true).ok()); }
   JobResult run_paths(const std::vector<std::string>& paths) { return analyze_paths(paths, matcher, {}); }
   JobResult run(const std::string& text, const std::string& name = "job.log") { return run_paths({dir.write(name, text)}); }
   // The JSON a user would get: must always parse, whatever the log held.

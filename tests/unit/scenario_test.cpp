@@ -22,9 +22,9 @@ bool accepted(Failure f, const std::string& id) {
 }  // namespace
 
 TEST_CASE("scenarios: the injected rank is found at 8, 64 and 1,024 ranks") {
-  Library lib = test::repo_library();
-  Matcher matcher(lib);
-  REQUIRE(matcher.compile(true).ok());
+  test::RepoEngine engine;
+  const Library& lib = engine.lib;
+  const Matcher& matcher = engine.matcher;
   const Failure failures[] = {Failure::kCudaOom,     Failure::kXid79,        Failure::kUnevenBatches,
                               Failure::kDataLoaderStuck, Failure::kHostOomKill, Failure::kNcclIbError,
                               Failure::kSilentHang};
@@ -75,9 +75,9 @@ scenario::Spec spec_of(int ranks, Failure failure, int culprit, Layout layout, i
 }  // namespace
 
 TEST_CASE("scenarios: reading with several threads gives the same diagnosis as one thread") {
-  Library lib = test::repo_library();
-  Matcher matcher(lib);
-  REQUIRE(matcher.compile(true).ok());
+  test::RepoEngine engine;
+  const Library& lib = engine.lib;
+  const Matcher& matcher = engine.matcher;
   // Diagnoses the written job with one and with two threads; the whole JSON must agree byte for byte.
   auto same_either_way = [&](const scenario::Spec& spec, const std::vector<std::string>& paths) {
     AnalyzeOptions one, two;

@@ -1,10 +1,13 @@
 #pragma once
 // Helpers shared by the unit tests: temporary files and a small library built from YAML text.
+#include <catch2/catch.hpp>
+
 #include <filesystem>
 #include <fstream>
 #include <string>
 #include <vector>
 
+#include "firstfault/matcher/matcher.h"
 #include "firstfault/signatures/loader.h"
 
 namespace firstfault::test {
@@ -46,5 +49,12 @@ inline Library repo_library() {
   Library lib = load_library({}, problems, lo);
   return lib;
 }
+
+// The real library and its matcher, readied as the binary readies them (prefilter on).
+struct RepoEngine {
+  Library lib = repo_library();
+  Matcher matcher{lib};
+  RepoEngine() { REQUIRE(matcher.compile(true).ok()); }
+};
 
 }  // namespace firstfault::test
