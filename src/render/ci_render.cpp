@@ -10,6 +10,7 @@
 #include <fstream>
 
 #include "ci_common.h"
+#include "firstfault/render/render.h"
 #include "firstfault/util/safe_text.h"
 #include "firstfault/util/strings.h"
 
@@ -53,7 +54,7 @@ std::string one_paragraph(std::string_view text) {
 }
 
 std::string rank_phrase(const Diagnosis& d) {
-  if (!d.initiating.rank) return d.initiating.method == "job-wide" ? "none (job-wide)" : "unknown";
+  if (!d.initiating.rank) return no_rank_phrase(d.initiating);
   std::string s = std::to_string(*d.initiating.rank);
   if (!d.initiating.host.empty()) s += " on host " + safe_line(d.initiating.host);
   return s;

@@ -48,6 +48,8 @@ std::string where(const Evidence& e) {
 
 }  // namespace
 
+std::string no_rank_phrase(const RankDecision& r) { return r.method == "job-wide" ? "none (job-wide)" : "unknown"; }
+
 std::string render_text(const Diagnosis& d, const Library& lib, const TextStyle& style) {
   Paint paint{style.color};
   std::string out;
@@ -76,7 +78,7 @@ std::string render_text(const Diagnosis& d, const Library& lib, const TextStyle&
     std::string host = r.host.empty() ? "" : fmt::format(" on host {}", safe(r.host));
     out += paint("1;31", fmt::format("Initiating rank: {}{}", *r.rank, host)) + "\n";
   } else {
-    out += paint("1", r.method == "job-wide" ? "Initiating rank: none (job-wide)" : "Initiating rank: unknown") + "\n";
+    out += paint("1", "Initiating rank: " + no_rank_phrase(r)) + "\n";
   }
   if (!r.reason.empty()) out += "  why: " + safe(r.reason) + "\n";
   if (r.candidates.size() > 1 && r.confidence < 0.7)

@@ -20,6 +20,10 @@ std::string render_text(const Diagnosis& d, const Library& lib, const TextStyle&
 nlohmann::json entry_to_json(const Entry& e, const Library& lib);
 nlohmann::json evidence_to_json(const Evidence& e);
 
+// What every renderer says when no initiating rank is named: "none (job-wide)" when the
+// decision is that the cause is job-wide, "unknown" otherwise.
+std::string no_rank_phrase(const RankDecision& r);
+
 // JSON text that stays valid whatever bytes the log held.
 std::string dump_json(const nlohmann::json& j, int indent = 2);
 
