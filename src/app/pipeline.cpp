@@ -75,15 +75,16 @@ bool parallel_candidate(const InputSource& in, uint64_t& size) {
   return !compressed;
 }
 
-// Reads one input, on several threads when it is a large plain file; results go into `corr`.
+// Reads one input into `corr`; with `split`, a large plain file (parallel_candidate()), on
+// `threads` threads.
 void analyze_input(const InputSource& in, uint32_t index, const Matcher& matcher, const AnalyzeOptions& options,
-                   Correlator& corr, InputSummary& s, std::vector<InputProblem>& problems) {
+                   bool split, Correlator& corr, InputSummary& s, std::vector<InputProblem>& problems) {
   FileIdentity identity = in.is_stdin ? FileIdentity{} : identity_from_path(in.path, options.rank_from);
   uint64_t size = 0;
   if (struct stat st {}; !in.is_stdin && ::stat(in.path.c_str(), &st) == 0 && S_ISREG(st.st_mode))
     size = static_cast<uint64_t>(st.st_size);
-  unsigned threads = thread_count(options);
-  if (threads > 1 && parallel_candidate(in, size)) {
+  if (split) {
+    unsigned threads = thread_count(options);
     int fd = ::open(in.path.c_str(), O_RDONLY | O_CLOEXEC);
     std::vector<uint64_t> cuts = split_points(fd, size, threads);
     // The DeepSpeed runner announces pdsh at the top of the log; later ranges must know it.
@@ -154,8 +155,6 @@ void analyze_inputs_pooled(const std::vector<InputSource>& inputs, size_t first,
   std::condition_variable cv;
   size_t next = 0, merged = 0;
   const size_t ahead = kInputsAheadPerThread * threads;
-  AnalyzeOptions one = options;
-  one.threads = 1;  // the pool is the parallelism
   auto worker = [&] {
     for (;;) {
       size_t k;
@@ -169,7 +168,8 @@ void analyze_inputs_pooled(const std::vector<InputSource>& inputs, size_t first,
       std::vector<InputProblem> probs;
       if (!g_interrupted.load()) {
         summaries[first + k].path = inputs[first + k].path;
-        analyze_input(inputs[first + k], static_cast<uint32_t>(first + k), matcher, one, *part, summaries[first + k], probs);
+        analyze_input(inputs[first + k], static_cast<uint32_t>(first + k), matcher, options, /*split=*/false, *part,
+                      summaries[first + k], probs);
       }
       std::lock_guard<std::mutex> lock(mu);
       slots[k].corr = std::move(part);
@@ -204,6 +204,13 @@ JobResult analyze_job(const std::vector<InputSource>& inputs, const Matcher& mat
   Correlator corr(matcher.library(), matcher.tail_patterns());
   std::vector<InputSummary> summaries(inputs.size());
   const unsigned threads = thread_count(options);
+  // Which inputs are large plain files, split across the threads (checked once per input).
+  std::vector<char> split(inputs.size(), 0);
+  if (threads > 1)
+    for (size_t i = 0; i < inputs.size(); ++i) {
+      uint64_t size = 0;
+      split[i] = parallel_candidate(inputs[i], size);
+    }
   for (size_t i = 0; i < inputs.size();) {
     if (g_interrupted.load()) {
       result.interrupted = true;
@@ -211,16 +218,15 @@ JobResult analyze_job(const std::vector<InputSource>& inputs, const Matcher& mat
     }
     // A run of two or more inputs too small to split goes to the pool; a large file is split.
     size_t j = i;
-    uint64_t size = 0;
     if (threads > 1)
-      while (j < inputs.size() && !inputs[j].is_stdin && !parallel_candidate(inputs[j], size)) ++j;
+      while (j < inputs.size() && !inputs[j].is_stdin && !split[j]) ++j;
     if (j - i >= 2) {
       analyze_inputs_pooled(inputs, i, j, matcher, options, threads, corr, summaries, result.problems);
       i = j;
       continue;
     }
     summaries[i].path = inputs[i].path;
-    analyze_input(inputs[i], static_cast<uint32_t>(i), matcher, options, corr, summaries[i], result.problems);
+    analyze_input(inputs[i], static_cast<uint32_t>(i), matcher, options, split[i], corr, summaries[i], result.problems);
     ++i;
   }
   if (g_interrupted.load()) result.interrupted = true;
