@@ -1,6 +1,7 @@
 #include "firstfault/matcher/matcher.h"
 
 #include <algorithm>
+#include <unordered_map>
 #include <utility>
 
 namespace firstfault {
@@ -9,16 +10,25 @@ Matcher::Matcher(const Library& lib) : lib_(lib) {
   std::vector<bool> referenced(lib_.patterns.size(), false);
   for (const Entry& e : lib_.entries)
     for (const PatternRef& r : e.refs) referenced[r.def] = true;
+  // Entries often define the same regex under their own names (a NCCL transport line, say):
+  // scanning and confirming it once per line instead of once per copy saves work on the lines
+  // that match most often.
+  std::unordered_map<std::string_view, size_t> group_of;
   for (size_t i = 0; i < lib_.patterns.size(); ++i) {
-    if (!referenced[i] && lib_.patterns[i].name.rfind("progress_", 0) == 0) tail_defs_.push_back(i);
-    else line_defs_.push_back(i);
+    if (!referenced[i] && lib_.patterns[i].name.rfind("progress_", 0) == 0) {
+      tail_defs_.push_back(i);
+      continue;
+    }
+    auto [it, fresh] = group_of.emplace(lib_.patterns[i].regex, line_groups_.size());
+    if (fresh) line_groups_.emplace_back();
+    line_groups_[it->second].push_back(i);
   }
 }
 Matcher::~Matcher() = default;
 
 std::vector<const PatternDef*> Matcher::line_patterns() const {
   std::vector<const PatternDef*> defs;
-  for (size_t def : line_defs_) defs.push_back(&lib_.patterns[def]);
+  for (const auto& group : line_groups_) defs.push_back(&lib_.patterns[group.front()]);
   return defs;
 }
 
@@ -37,10 +47,10 @@ Status Matcher::compile_set() const {
     opt.set_log_errors(false);
     opt.set_max_mem(256 << 20);  // the set's DFA grows with the library; the default 8 MiB is too small
     auto set = std::make_unique<RE2::Set>(opt, RE2::UNANCHORED);
-    for (size_t def : line_defs_) {
+    for (const auto& group : line_groups_) {
       std::string err;
-      if (set->Add(lib_.patterns[def].regex, &err) < 0) {
-        set_status_ = Error{"pattern '" + lib_.patterns[def].name + "': " + err};
+      if (set->Add(lib_.patterns[group.front()].regex, &err) < 0) {
+        set_status_ = Error{"pattern '" + lib_.patterns[group.front()].name + "': " + err};
         return;
       }
     }
@@ -77,22 +87,26 @@ void Matcher::match(std::string_view body, std::vector<int>& hits) const {
     // The set's DFA ran out of memory on this input: fall back to one regex at a time, so a
     // pathological line costs time, never a missed match.
     set_hits.clear();
-    for (size_t i = 0; i < line_defs_.size(); ++i) {
-      const RE2* re = lib_.patterns[line_defs_[i]].re.get();
+    for (size_t i = 0; i < line_groups_.size(); ++i) {
+      const RE2* re = lib_.patterns[line_groups_[i].front()].re.get();
       if (re && RE2::PartialMatch(text, *re)) set_hits.push_back(static_cast<int>(i));
     }
   }
-  for (int i : set_hits) hits.push_back(static_cast<int>(line_defs_[static_cast<size_t>(i)]));
+  for (int i : set_hits) report_group(static_cast<size_t>(i), hits);
   std::sort(hits.begin(), hits.end());
+}
+
+void Matcher::report_group(size_t group, std::vector<int>& hits) const {
+  for (size_t def : line_groups_[group]) hits.push_back(static_cast<int>(def));
 }
 
 void Matcher::match_potentials(std::string_view body, const int* potentials, size_t count, std::vector<int>& hits) const {
   hits.clear();
   re2::StringPiece text(body.data(), body.size());
   for (size_t k = 0; k < count; ++k) {
-    size_t def = line_defs_[static_cast<size_t>(potentials[k])];
-    const RE2* re = lib_.patterns[def].re.get();
-    if (re && RE2::PartialMatch(text, *re)) hits.push_back(static_cast<int>(def));
+    size_t group = static_cast<size_t>(potentials[k]);
+    const RE2* re = lib_.patterns[line_groups_[group].front()].re.get();
+    if (re && RE2::PartialMatch(text, *re)) report_group(group, hits);
   }
   std::sort(hits.begin(), hits.end());
 }

@@ -46,7 +46,8 @@ class Matcher {
   // second) only happens when `may_compile` (the caller saw a large input). Null when unavailable.
   const Prefilter* prefilter(bool may_compile = true) const;
   bool has_prefilter() const { return prefilter() != nullptr; }
-  // The patterns matched line by line, in the order the prefilter numbers them.
+  // The distinct regexes matched line by line (one pattern per regex text: several entries may
+  // define the same one), in the order the prefilter and the set number them.
   std::vector<const PatternDef*> line_patterns() const;
   const Library& library() const { return lib_; }
 
@@ -56,7 +57,10 @@ class Matcher {
 
  private:
   const Library& lib_;
-  std::vector<size_t> line_defs_;  // patterns matched on every candidate line (set index -> def)
+  // Patterns matched on every candidate line, grouped by regex text: group i (the set's and the
+  // prefilter's index i) is tried once and reports all of its patterns.
+  std::vector<std::vector<size_t>> line_groups_;
+  void report_group(size_t group, std::vector<int>& hits) const;
   std::vector<size_t> tail_defs_;
   Status compile_set() const;  // the RE2 set, compiled once when first needed
   mutable std::once_flag set_once_;
