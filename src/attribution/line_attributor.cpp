@@ -358,6 +358,30 @@ bool is_level(sv s) {
   return false;
 }
 
+// SGLang's worker tags after the time, "[2025-12-04 07:44:24 TP2] " or "[... DP1 PP0 TP3 EP3] ",
+// starting at the space at `pos`: returns their length (0 when this is not such a list, and
+// then `a` is untouched). The TP rank is the global rank only when no data-parallel replica
+// (DP) and no later pipeline stage (PP > 0, ranks numbered stage-major) are in play.
+size_t sglang_tags(sv s, size_t pos, Attribution& a) {
+  size_t j = pos;
+  int tp = -1, pp = 0;
+  bool dp = false;
+  while (j + 3 < s.size() && s[j] == ' ') {
+    sv tag = s.substr(j + 1, 2);
+    size_t d = j + 3, e = d;
+    while (e < s.size() && is_digit(s[e])) ++e;
+    if (e == d || e - d > 6 || (tag != "TP" && tag != "PP" && tag != "DP" && tag != "EP")) return 0;
+    int v = static_cast<int>(num(s, d, e - d));
+    if (tag == "TP") tp = v;
+    else if (tag == "PP") pp = v;
+    else if (tag == "DP") dp = true;
+    j = e;
+  }
+  if (tp < 0 || j >= s.size() || s[j] != ']') return 0;
+  if (!dp && pp == 0) a.rank = tp;
+  return j - pos;
+}
+
 // "[2023-04-14 13:11:27,879] [INFO] [launch.py:428:sigkill_handler] ", "[2024-05-08 08:47:31,877] name: [ERROR] ",
 // " [2024-05-08 08:47:31] " (Megatron), "[2025-05-01 12:00:00] " (NCCL >= 2.26), "[2026-09-14T17:14:38.784] " (slurmstepd)
 size_t p_bracket_time(sv s, Attribution& a) {
@@ -366,9 +390,11 @@ size_t p_bracket_time(sv s, Attribution& a) {
   if (i >= s.size() || s[i] != '[') return 0;
   Timestamp t;
   size_t n = parse_iso(s.substr(i + 1), t);
-  if (!n || i + 1 + n >= s.size() || s[i + 1 + n] != ']') return 0;
+  if (!n || i + 1 + n >= s.size()) return 0;
+  size_t tags = s[i + 1 + n] == ' ' ? sglang_tags(s, i + 1 + n, a) : 0;
+  if (s[i + 1 + n + tags] != ']') return 0;
   a.time = t;
-  size_t j = i + 1 + n + 1;
+  size_t j = i + 1 + n + tags + 1;
   if (j < s.size() && s[j] == ' ') ++j;
   // DeepSpeed: "[LEVEL] [file:line:func] "
   if (j < s.size() && s[j] == '[') {

@@ -200,3 +200,20 @@ TEST_CASE("attribution: vLLM V1 worker prefix carries the rank; a colour code th
   CHECK(b.body == "ValueError: max_num_batched_tokens (8192) is smaller than max_model_len (32768)");
   CHECK(attr("[12] items left").body == "[12] items left");
 }
+
+TEST_CASE("attribution: SGLang's worker tags after the time give the rank when TP alone numbers it") {
+  auto a = attr("[2026-04-16 01:02:09 TP1] Failed to initialize lk_moe: CUDA out of memory.");
+  CHECK(a.rank == 1);
+  CHECK(a.body == "Failed to initialize lk_moe: CUDA out of memory.");
+  CHECK(format_timestamp(a.time) == "2026-04-16T01:02:09");
+  CHECK(attr("[2025-05-01 12:00:00 TP3 EP3] Scheduler hit an exception").rank == 3);
+  CHECK(attr("[2025-05-01 12:00:00 PP0 TP2] x").rank == 2);
+  // A later pipeline stage or a data-parallel replica renumbers TP: the time and body still parse.
+  auto b = attr("[2025-05-01 12:00:00 PP1 TP2] Scheduler hit an exception");
+  CHECK(b.rank == -1);
+  CHECK(b.body == "Scheduler hit an exception");
+  CHECK(attr("[2025-05-01 12:00:00 DP1 TP3] x").rank == -1);
+  // Not worker tags: the bracket is not a time prefix.
+  CHECK(attr("[2025-05-01 12:00:00 XX1] x").body == "[2025-05-01 12:00:00 XX1] x");
+  CHECK(attr("[2025-05-01 12:00:00 TP] x").body == "[2025-05-01 12:00:00 TP] x");
+}
