@@ -623,6 +623,7 @@ Diagnosis Correlator::finish() {
   // mpirun's first failed process.
   std::optional<int> launcher_rank;
   std::string launcher_name;
+  const Event* launcher_event = nullptr;  // the line that names launcher_rank
   if (auto hdr = lib_.find_pattern("elastic_root_cause_header"), rk = lib_.find_pattern("elastic_root_cause_rank");
       hdr && rk) {
     for (const Event& h : events_by_def_[*hdr])
@@ -630,6 +631,7 @@ Diagnosis Correlator::finish() {
         if (r.input == h.input && r.line > h.line && r.line <= h.line + 8 && !launcher_rank) {
           launcher_rank = rank_or(r.capture("rank"), -1);
           launcher_name = "torchrun's \"Root Cause (first observed failure)\"";
+          launcher_event = &r;
         }
   }
   if (!launcher_rank)
@@ -638,6 +640,7 @@ Diagnosis Correlator::finish() {
         if (int r = rank_or(ev.capture("rank"), -1); r >= 0 && !launcher_rank) {
           launcher_rank = r;
           launcher_name = "mpirun's \"noticed that process rank\" line";
+          launcher_event = &ev;
         }
   if (!launcher_rank)
     if (auto def = lib_.find_pattern("mpirun_first_failed"))
@@ -645,6 +648,7 @@ Diagnosis Correlator::finish() {
         if (int r = rank_or(ev.capture("rank"), -1); r >= 0 && !launcher_rank) {
           launcher_rank = r;
           launcher_name = "mpirun's first failed process";
+          launcher_event = &ev;
         }
   if (launcher_rank && *launcher_rank < 0) launcher_rank.reset();
   std::set<int> launcher_failed_ranks;  // every rank torchrun's summary lists as failed
@@ -667,6 +671,12 @@ Diagnosis Correlator::finish() {
     if (first_err) {
       d.verdict = "unrecognized";
       d.first_error = to_evidence(*first_err, lib_.patterns[first_err->def].name, Role::kContext);
+      // No entry fits, but the launcher may still say whose process failed first: the place
+      // to read next (a hint, not an initiating rank: it is the order of exits it observed).
+      if (launcher_rank && launcher_event)
+        d.launcher_first_failure = LauncherHint{
+            *launcher_rank, launcher_name,
+            to_evidence(*launcher_event, lib_.patterns[launcher_event->def].name, Role::kTeardown)};
     }
   } else {
     d.verdict = "diagnosed";

@@ -110,6 +110,9 @@ json diagnosis_to_json(const Diagnosis& d, const Library& lib) {
   }
   j["inputs"] = inputs;
   j["first_error"] = d.first_error ? evidence_to_json(*d.first_error) : json(nullptr);
+  j["launcher_first_failure"] = nullptr;
+  if (const auto& l = d.launcher_first_failure)
+    j["launcher_first_failure"] = {{"rank", l->rank}, {"source", l->source}, {"line", evidence_to_json(l->line)}};
   j["truncated"] = d.limits.truncated;
   if (d.limits.truncated) j["dropped"] = d.limits.dropped;
   return j;

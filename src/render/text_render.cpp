@@ -60,6 +60,11 @@ std::string render_text(const Diagnosis& d, const Library& lib, const TextStyle&
         out += "First error line: " + where(*d.first_error) + "\n";
         out += "  " + safe(truncate_utf8(d.first_error->text, 400)) + "\n";
       }
+      if (const auto& l = d.launcher_first_failure) {
+        out += fmt::format("Rank {} failed first, by {}: {}\n", l->rank, l->source, where(l->line));
+        out += "  " + safe(truncate_utf8(l->line.text, 400)) + "\n";
+        out += fmt::format("  Read rank {}'s own output before that point for its error.\n", l->rank);
+      }
       out += "If this is a real failure mode, consider writing an entry (docs/signature-format.md).\n";
     } else {
       out += "No failure found: no error line and no known failure signature in the input.\n";

@@ -133,6 +133,7 @@ void for_each_text(Diagnosis& d, const std::function<void(std::string&)>& fn) {
     fn(in.error);
   }
   if (d.first_error) visit_evidence(*d.first_error, fn);
+  if (d.launcher_first_failure) visit_evidence(d.launcher_first_failure->line, fn);
   for (auto& s : d.limits.dropped) fn(s);
 }
 

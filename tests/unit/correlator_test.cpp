@@ -176,6 +176,25 @@ TEST_CASE("correlator: unrecognised and clean logs") {
   CHECK(u.first_error->text == "ValueError: my own bug");
   Diagnosis c = f.run("step 1 loss 2.0\nstep 2 loss 1.9\n");
   CHECK(c.verdict == "clean");
+  CHECK_FALSE(u.launcher_first_failure);
+}
+
+TEST_CASE("correlator: an unrecognised failure still says which rank the launcher saw fail first") {
+  Fixture f;
+  std::string log = "[rank3]: ValueError: my own bug\n"
+                    "torch.distributed.elastic.multiprocessing.errors.ChildFailedError:\n"
+                    "Root Cause (first observed failure):\n[0]:\n  time      : 2025-05-05_10:00:00\n"
+                    "  rank      : 3 (local_rank: 3)\n  exitcode  : 1 (pid: 77)\n";
+  Diagnosis d = f.run(log);
+  CHECK(d.verdict == "unrecognized");
+  REQUIRE(d.launcher_first_failure);
+  CHECK(d.launcher_first_failure->rank == 3);
+  CHECK(d.launcher_first_failure->line.line == 6);
+  CHECK_FALSE(d.initiating.rank);  // a hint, not an initiating rank
+  std::string text = render_text(d, f.lib, {});
+  CHECK(text.find("Rank 3 failed first, by torchrun's") != std::string::npos);
+  auto j = diagnosis_to_json(d, f.lib);
+  CHECK(j["launcher_first_failure"]["rank"] == 3);
 }
 
 TEST_CASE("correlator: rank from file names, one file per rank") {

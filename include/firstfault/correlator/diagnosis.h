@@ -22,6 +22,12 @@ struct Evidence {
   Captures captures;
 };
 
+struct LauncherHint {
+  int rank = -1;       // the rank the launcher names
+  std::string source;  // which launcher message, in words
+  Evidence line;       // the line naming it
+};
+
 struct Candidate {
   std::string id;
   double confidence = 0;
@@ -84,6 +90,9 @@ struct Diagnosis {
   std::vector<RankSummary> ranks;
   std::vector<InputSummary> inputs;
   std::optional<Evidence> first_error;  // first error-looking line when unrecognized
+  // When unrecognized: the rank the launcher saw fail first (torchrun's Root Cause block,
+  // mpirun's first failed process), if the log has one: where to read next.
+  std::optional<LauncherHint> launcher_first_failure;
   Limits limits;
   uint64_t total_lines = 0;
   uint64_t total_bytes = 0;
