@@ -534,8 +534,10 @@ Diagnosis Correlator::finish() {
     int64_t seq = -1;
     std::string op;
     std::set<int> reporters;
-    std::set<int> behind;  // last enqueued below the stuck seq
+    std::set<int> behind;  // last enqueued below the stuck seq, or timed out a little earlier
     std::map<int, int64_t> enqueued;
+    std::map<int, int64_t> own_seq;  // ranks that timed out at another SeqNum: the lowest one
+    std::set<int> ahead;             // ... at a later one: they got past the stuck collective
   } nccl;
   {
     std::map<int64_t, std::set<int>> by_seq;
@@ -603,6 +605,19 @@ Diagnosis Correlator::finish() {
     if (nccl.seq >= 0)
       for (const auto& [r, enq] : nccl.enqueued)
         if (enq < nccl.seq) nccl.behind.insert(r);
+    // A rank that timed out too, but at another SeqNum, reached a collective: it is not missing.
+    // A few works earlier, it is stuck behind the others (they completed works it never did);
+    // later, it got past the collective the others wait in. Far apart, the numbers are likely
+    // from different process groups and say nothing either way.
+    constexpr int64_t kSameGroupWindow = 16;
+    if (nccl.seq >= 0)
+      for (const auto& [seq, rs] : by_seq)
+        for (int r : rs)
+          if (!nccl.reporters.count(r) && !nccl.own_seq.count(r)) {
+            nccl.own_seq[r] = seq;
+            if (seq < nccl.seq && nccl.seq - seq <= kSameGroupWindow) nccl.behind.insert(r);
+            if (seq > nccl.seq && seq - nccl.seq <= kSameGroupWindow) nccl.ahead.insert(r);
+          }
   }
   int world = 0;
   for (const auto& [r, rs] : ranks_) world = std::max(world, r + 1);
@@ -615,7 +630,7 @@ Diagnosis Correlator::finish() {
   std::vector<int> missing;
   if (nccl.reporters.size() >= 2 && world > 0) {
     for (int r = 0; r < world; ++r)
-      if (!nccl.reporters.count(r)) missing.push_back(r);
+      if (!nccl.reporters.count(r) && !nccl.own_seq.count(r)) missing.push_back(r);
     if (missing.size() > std::max<size_t>(1, static_cast<size_t>(world) / 8)) missing.clear();
   }
 
@@ -795,6 +810,14 @@ Diagnosis Correlator::finish() {
         std::string seqdesc = nccl.seq >= 0 ? fmt::format(" SeqNum {}", nccl.seq) : "";
         // The deciding line: the suspect's own status line, or its last line when it said nothing.
         int suspect = suspects.front();
+        if (auto own = nccl.own_seq.find(suspect); own != nccl.own_seq.end() && own->second < nccl.seq)
+          for (size_t def = 0; def < events_by_def_.size() && !dec.first_evidence; ++def)
+            if (is_nccl_timeout_def(lib_, def))
+              for (const Event& ev : events_by_def_[def])
+                if (ev.rank == suspect && ev.capture("seq") && to_int(*ev.capture("seq")).value_or(-1) == own->second) {
+                  dec.first_evidence = to_evidence(ev, lib_.patterns[def].name, Role::kCascade);
+                  break;
+                }
         for (auto name : {"nccl_work_status", "nccl_dump_signal"})
           if (auto def = lib_.find_pattern(name); def && !dec.first_evidence)
             for (const Event& ev : events_by_def_[*def])
@@ -819,7 +842,12 @@ Diagnosis Correlator::finish() {
             dec.first_evidence = e;
           }
         }
-        if (nccl.behind.count(suspects.front())) {
+        if (auto own = nccl.own_seq.find(suspects.front()); own != nccl.own_seq.end() && own->second < nccl.seq) {
+          dec.method = "nccl-sequence";
+          dec.reason = fmt::format("{} rank(s) timed out in {}{}; rank {} timed out earlier, at SeqNum {}, so it never "
+                                   "got as far",
+                                   nccl.reporters.size(), opdesc, seqdesc, suspects.front(), own->second);
+        } else if (nccl.behind.count(suspects.front())) {
           dec.method = "nccl-sequence";
           dec.reason = fmt::format("{} rank(s) timed out in {}{}; rank {}'s last enqueued work is {}, so it never reached it",
                                    nccl.reporters.size(), opdesc, seqdesc, suspects.front(),
@@ -880,6 +908,14 @@ Diagnosis Correlator::finish() {
         dec.method = "launcher-verdict";
         dec.confidence = 0.5;
         dec.reason = fmt::format("{} names rank {} (no root event carries a rank)", launcher_name, *launcher_rank);
+      } else if (!nccl.ahead.empty()) {
+        dec.method = "none";
+        dec.reason = fmt::format("ranks {} timed out in {} SeqNum {}, but rank(s) {} timed out later, at SeqNum {}: they "
+                                 "got past it, so the ranks are out of step and no one rank is shown to be missing",
+                                 format_ranges(std::vector<int>(nccl.reporters.begin(), nccl.reporters.end())),
+                                 nccl.op.empty() ? "a collective" : nccl.op, nccl.seq,
+                                 format_ranges(std::vector<int>(nccl.ahead.begin(), nccl.ahead.end())),
+                                 nccl.own_seq[*nccl.ahead.begin()]);
       } else if (!roots.empty()) {
         dec.method = "none";
         dec.reason = "the root event carries no rank and the log does not map it to one";

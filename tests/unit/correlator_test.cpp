@@ -126,6 +126,31 @@ TEST_CASE("correlator: last enqueued work below the stuck SeqNum names the rank 
   CHECK(d.initiating.reason.find("1579") != std::string::npos);
 }
 
+TEST_CASE("correlator: a rank that timed out at another SeqNum is not missing: earlier is behind, later is ahead") {
+  Fixture f;
+  // Rank 0 timed out two works before the others: it never got as far (NVIDIA/NeMo#13562 shape).
+  std::string behind = timeout(1, 100, "BROADCAST") + timeout(2, 100, "BROADCAST") + timeout(3, 100, "BROADCAST") +
+                       timeout(0, 98, "ALLREDUCE");
+  Diagnosis b = f.run(behind);
+  check_decision(b, "nccl-collective-timeout", 0, "nccl-sequence");
+  CHECK(b.initiating.reason.find("timed out earlier, at SeqNum 98") != std::string::npos);
+  REQUIRE(b.initiating.first_evidence);
+  CHECK(b.initiating.first_evidence->rank == 0);
+  // Rank 0 timed out two works later: it got past the collective the others wait in, so it is
+  // not the rank that never arrived (it was named at 0.8 before).
+  std::string ahead = timeout(1, 100, "BROADCAST") + timeout(2, 100, "BROADCAST") + timeout(3, 100, "BROADCAST") +
+                      timeout(0, 102, "_ALLGATHER_BASE");
+  Diagnosis a = f.run(ahead);
+  REQUIRE(a.entry);
+  CHECK(a.entry->id == "nccl-collective-timeout");
+  CHECK_FALSE(a.initiating.rank);
+  CHECK(a.initiating.reason.find("out of step") != std::string::npos);
+  // Far apart, the numbers are from different process groups: rank 0 is neither missing nor behind.
+  std::string other_group = timeout(1, 100) + timeout(2, 100) + timeout(3, 100) + timeout(0, 7);
+  Diagnosis o = f.run(other_group);
+  CHECK_FALSE(o.initiating.rank);
+}
+
 TEST_CASE("correlator: a launcher verdict that contradicts an earlier root event loses, and the reason says so") {
   Fixture f;
   std::string log = oom(3, "09:50:00");
