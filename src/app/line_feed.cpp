@@ -2,6 +2,7 @@
 
 #include "firstfault/app/pipeline.h"
 
+#include <algorithm>
 #include <cstring>
 
 namespace firstfault {
@@ -51,6 +52,7 @@ LineFeed::LineFeed(const Matcher& matcher, Correlator& correlator, LineAttributo
                    InputSummary& summary, LineObserver* observer)
     : matcher_(matcher), corr_(correlator), attr_(attributor), input_(input), summary_(summary), observer_(observer) {
   if (auto p = matcher.library().find_pattern("launcher_pdsh_cmd")) pdsh_def_ = static_cast<int>(*p);
+  if (auto p = matcher.library().find_pattern("error_fatal_line")) fatal_def_ = static_cast<int>(*p);
 }
 
 void LineFeed::on_block(std::string_view block) {
@@ -108,9 +110,14 @@ void LineFeed::process_line(std::string_view line, const int* potentials, size_t
     Attribution a = attr_.attribute(seg);
     corr_.observe_line(a, seg, input_, line_no);
     if (observer_) observer_->on_line(a, seg, input_, line_no);
-    if (!candidate) return;
-    if (potentials) matcher_.match_potentials(a.body, potentials, npot, hits_);
+    if (!candidate && !a.fatal) return;
+    if (!candidate) hits_.clear();
+    else if (potentials) matcher_.match_potentials(a.body, potentials, npot, hits_);
     else matcher_.match(a.body, hits_);
+    // glog/c10 severity F ("F0801 ...] ", "[F1029 ...] ") is peeled with the header, so no
+    // pattern sees it: such a line is a failure line whatever its text, never a clean run.
+    if (a.fatal && fatal_def_ >= 0 && std::find(hits_.begin(), hits_.end(), fatal_def_) == hits_.end())
+      hits_.push_back(fatal_def_);
     for (int def : hits_) {
       if (def == pdsh_def_) attr_.enable_pdsh();
       // Past its storage bound a pattern is only counted (cheap); see docs/reliability.md.

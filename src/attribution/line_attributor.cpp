@@ -325,6 +325,7 @@ size_t p_c10_header(sv s, Attribution& a) {
   if (close == sv::npos || close - i > 120) return 0;
   sv file = s.substr(i + 1, close - i - 1);
   if (file.find(':') == sv::npos || file.find(' ') != sv::npos) return 0;
+  a.fatal = a.fatal || s[1] == 'F';
   return close + 2;
 }
 
@@ -349,6 +350,7 @@ size_t p_glog(sv s, Attribution& a) {
     a.time.ms = make_ms(2000, mon, day, h, mi, sec, ms);
   }
   a.pid = pid;
+  a.fatal = a.fatal || s[0] == 'F';
   return close + 2;
 }
 

@@ -204,6 +204,20 @@ TEST_CASE("correlator: unrecognised and clean logs") {
   CHECK_FALSE(u.launcher_first_failure);
 }
 
+TEST_CASE("correlator: a glog/c10 line of severity F is a failure line whatever its text") {
+  Fixture f;
+  Diagnosis g = f.run("step 1\nF0801 13:23:17.366000 32974 some/file.cc:90] Check failed: foo_ready\n");
+  CHECK(g.verdict == "unrecognized");
+  REQUIRE(g.first_error);
+  CHECK(g.first_error->line == 2);
+  Diagnosis c = f.run("step 1\n[rank2]:[F1029 10:00:00.000000000 Thing.cpp:12] an invariant broke\n");
+  CHECK(c.verdict == "unrecognized");
+  REQUIRE(c.first_error);
+  CHECK(c.first_error->rank == 2);
+  // Other severities stay what their text says.
+  CHECK(f.run("step 1\nW0801 13:23:17.366000 32974 some/file.cc:90] Check this later\n").verdict == "clean");
+}
+
 TEST_CASE("correlator: an unrecognised failure still says which rank the launcher saw fail first") {
   Fixture f;
   std::string log = "[rank3]: ValueError: my own bug\n"

@@ -56,6 +56,7 @@ class LineFeed : public BlockSink {
   std::vector<int> hits_;
   Prefilter::Candidates candidates_;
   int pdsh_def_ = -1;
+  int fatal_def_ = -1;  // error_fatal_line: also reported for a line whose header says F (fatal)
   uint64_t bytes_seen_ = 0;
 };
 

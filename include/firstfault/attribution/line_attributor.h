@@ -27,6 +27,7 @@ struct Attribution {
   Timestamp time;
   std::string_view body;      // the line with prefixes removed
   bool inherited = false;     // rank carried over from the previous line (continuation line)
+  bool fatal = false;         // a glog/c10 header of severity F: the process is about to abort
 };
 
 // What a file's name says about its lines (rank3.log, worker-3, node-07.out, ...).
