@@ -592,6 +592,29 @@ int rank_from_glued_prefix(sv line) {
   return -1;
 }
 
+// torchrun's ChildFailedError summary lists each failed process as a block of "  key : value"
+// rows; its "rank : N (local_rank: M)" row names the rank of the rows after it (exitcode,
+// error_file, traceback), whose text has no prefix of its own. Returns N for a rank row, -1
+// for another row of a block, -2 for any other line.
+int summary_row(sv body) {
+  if (body.size() < 12 || body[0] != ' ' || body[1] != ' ') return -2;
+  sv key = body.substr(2);
+  auto field = [&](sv name) {
+    if (key.substr(0, name.size()) != name) return false;
+    size_t i = name.size();
+    while (i < key.size() && key[i] == ' ') ++i;
+    return i < key.size() && key[i] == ':';
+  };
+  if (field("rank")) {
+    size_t i = key.find(':') + 1;
+    while (i < key.size() && key[i] == ' ') ++i;
+    int64_t v = 0;
+    size_t n = parse_uint(key.substr(i), v);
+    return n && key.substr(i + n, 14) == " (local_rank: " ? static_cast<int>(v) : -2;
+  }
+  return field("exitcode") || field("error_file") || field("traceback") ? -1 : -2;
+}
+
 // Lines that continue the previous record of the same process (C++ frames, what(), indented
 // traceback lines) inherit its rank.
 bool is_continuation(sv body) {
@@ -667,6 +690,12 @@ Attribution LineAttributor::attribute(std::string_view line) {
 
   if (a.rank < 0) a.rank = rank_from_glued_prefix(line);
   if (a.rank < 0) a.rank = rank_from_message(s);
+  if (int row = summary_row(s); row >= 0) summary_rank_ = row;
+  else if (row == -1 && a.rank < 0 && summary_rank_ >= 0) {
+    a.rank = summary_rank_;
+    a.about_rank = true;
+  }
+  else if (row == -2 && !is_continuation(s)) summary_rank_ = -1;
   if (a.rank < 0 && a.local_rank >= 0 && a.host.empty() && file_.rank < 0) {
     // torchrun's [defaultN]: is a local rank; with no host in sight this is a one-node job,
     // where it equals the global rank.

@@ -116,7 +116,8 @@ Correlator::RankState* Correlator::rank_state(int rank) {
 void Correlator::observe_line(const Attribution& a, std::string_view line, uint32_t input, uint64_t line_no) {
   ++order_;
   if (a.time.kind == Timestamp::kFull && ref_year_ == 0) ref_year_ = year_of(a.time);
-  RankState* rs = rank_state(a.rank);
+  // A launcher's line about a rank names it for events, but is not that rank's own output.
+  RankState* rs = a.about_rank ? nullptr : rank_state(a.rank);
   if (!rs) return;
   ++rs->lines;
   if (rs->host.empty() && !a.host.empty()) rs->host = std::string(a.host);

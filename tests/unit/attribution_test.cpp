@@ -217,3 +217,19 @@ TEST_CASE("attribution: SGLang's worker tags after the time give the rank when T
   CHECK(attr("[2025-05-01 12:00:00 XX1] x").body == "[2025-05-01 12:00:00 XX1] x");
   CHECK(attr("[2025-05-01 12:00:00 TP] x").body == "[2025-05-01 12:00:00 TP] x");
 }
+
+TEST_CASE("attribution: rows of a torchrun failure summary take the rank its 'rank :' row names") {
+  LineAttributor at;
+  CHECK(at.attribute("[1]:").rank == -1);
+  CHECK(at.attribute("  host      : node-3").rank == -1);  // before the rank row: unknown
+  CHECK(at.attribute("  rank      : 5 (local_rank: 1)").rank == -1);
+  CHECK(at.attribute("  exitcode  : -11 (pid: 6421)").rank == 5);
+  CHECK(at.attribute("  error_file: <N/A>").rank == 5);
+  CHECK(at.attribute("  traceback : Signal 11 (SIGSEGV) received by PID 6421").rank == 5);
+  // The block ends at the next non-row line; a later block's rows do not inherit it.
+  CHECK(at.attribute("======================================================").rank == -1);
+  CHECK(at.attribute("  exitcode  : 1 (pid: 7)").rank == -1);
+  // A prefix that names a rank wins.
+  CHECK(at.attribute("  rank      : 2 (local_rank: 2)").rank == -1);
+  CHECK(at.attribute("[rank7]:  exitcode  : 1 (pid: 7)").rank == 7);
+}

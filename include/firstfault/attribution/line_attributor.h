@@ -28,6 +28,7 @@ struct Attribution {
   std::string_view body;      // the line with prefixes removed
   bool inherited = false;     // rank carried over from the previous line (continuation line)
   bool fatal = false;         // a glog/c10 header of severity F: the process is about to abort
+  bool about_rank = false;    // the launcher's line about `rank` (torchrun's failure summary), not its output
 };
 
 // What a file's name says about its lines (rank3.log, worker-3, node-07.out, ...).
@@ -55,6 +56,7 @@ class LineAttributor {
   FileIdentity file_;
   bool pdsh_ = false;
   int last_rank_ = -1;
+  int summary_rank_ = -1;  // inside a torchrun failure-summary block: the rank its "rank :" row named
   std::string last_host_;
 };
 
