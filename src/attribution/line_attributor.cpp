@@ -695,7 +695,7 @@ Attribution LineAttributor::attribute(std::string_view line) {
     a.rank = summary_rank_;
     a.about_rank = true;
   }
-  else if (row == -2 && !is_continuation(s)) summary_rank_ = -1;
+  else if (row == -2 && summary_rank_ >= 0 && !is_continuation(s)) summary_rank_ = -1;
   if (a.rank < 0 && a.local_rank >= 0 && a.host.empty() && file_.rank < 0) {
     // torchrun's [defaultN]: is a local rank; with no host in sight this is a one-node job,
     // where it equals the global rank.
