@@ -538,6 +538,7 @@ Diagnosis Correlator::finish() {
     std::set<int> behind;  // last enqueued below the stuck seq, or timed out a little earlier
     std::map<int, int64_t> enqueued;
     std::map<int, int64_t> own_seq;  // ranks that timed out at another SeqNum: the lowest one
+    std::map<std::pair<int, int64_t>, const Event*> timeout_line;  // (rank, SeqNum) -> its first watchdog line
     std::set<int> ahead;             // ... at a later one: they got past the stuck collective
   } nccl;
   {
@@ -557,6 +558,7 @@ Diagnosis Correlator::finish() {
           continue;
         }
         by_seq[seq].insert(ev.rank);
+        nccl.timeout_line.emplace(std::pair{ev.rank, seq}, &ev);
         if (op) op_of[seq] = *op;
       }
     }
@@ -812,13 +814,8 @@ Diagnosis Correlator::finish() {
         // The deciding line: the suspect's own status line, or its last line when it said nothing.
         int suspect = suspects.front();
         if (auto own = nccl.own_seq.find(suspect); own != nccl.own_seq.end() && own->second < nccl.seq)
-          for (size_t def = 0; def < events_by_def_.size() && !dec.first_evidence; ++def)
-            if (is_nccl_timeout_def(lib_, def))
-              for (const Event& ev : events_by_def_[def])
-                if (ev.rank == suspect && ev.capture("seq") && to_int(*ev.capture("seq")).value_or(-1) == own->second) {
-                  dec.first_evidence = to_evidence(ev, lib_.patterns[def].name, Role::kCascade);
-                  break;
-                }
+          if (auto line = nccl.timeout_line.find({suspect, own->second}); line != nccl.timeout_line.end())
+            dec.first_evidence = to_evidence(*line->second, lib_.patterns[line->second->def].name, Role::kCascade);
         for (auto name : {"nccl_work_status", "nccl_dump_signal"})
           if (auto def = lib_.find_pattern(name); def && !dec.first_evidence)
             for (const Event& ev : events_by_def_[*def])
