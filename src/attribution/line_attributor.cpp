@@ -106,7 +106,8 @@ size_t parse_mon_day_time(sv s, size_t pos, Timestamp& t) {
   if (s[d] == ' ' && is_digit(s[d + 1])) day = num(s, d + 1, 1);
   else if (digits_at(s, d, 2)) day = num(s, d, 2);
   else return 0;
-  if (s[d + 2] != ' ') return 0;
+  // Day 0 would underflow days_from_civil (found by fuzz_attribution: "Mar 00 21:39:05").
+  if (s[d + 2] != ' ' || day < 1 || day > 31) return 0;
   unsigned h, mi, sec;
   if (!hms_at(s, d + 3, h, mi, sec)) return 0;
   t.kind = Timestamp::kNoYear;

@@ -129,6 +129,9 @@ TEST_CASE("attribution: dmesg raw, dmesg -T, syslog, vLLM") {
   CHECK(c.body.substr(0, 5) == "NVRM:");
   auto c2 = attr("May 18 19:02:39 kernel: NVRM: Xid");
   CHECK(c2.body == "NVRM: Xid");
+  // Not a date: day 0 (it would underflow the day count) and day 32 leave the line as text.
+  CHECK_FALSE(attr("Mar 00 21:39:05 gpu-b11 kernel: x").time.valid());
+  CHECK_FALSE(attr("Mar 32 21:39:05 gpu-b11 kernel: x").time.valid());
   auto d = attr("INFO 05-16 09:49:32 [parallel_state.py:1004] rank 15 in world size 16");
   CHECK(ts(d) == "--05-16T09:49:32");
   CHECK(d.body == "rank 15 in world size 16");
