@@ -81,7 +81,11 @@ void LineFeed::on_block(std::string_view block) {
     offset += line.size() + 1;
     LineHints h = hints.at(start, start + line.size());
     while (next < lines.size() && lines[next].line_start < start) ++next;
-    if (next < lines.size() && lines[next].line_start == start)
+    // The prefilter saw the raw bytes; RE2 sees the line without its escapes and NULs, where
+    // a colour code inside a message ("CUDA \x1b[1mout of memory") no longer splits it.
+    if (h.may_have_escapes)
+      process_line(line, nullptr, 0, true, false, h);
+    else if (next < lines.size() && lines[next].line_start == start)
       process_line(line, candidates_.patterns.data() + lines[next].first, lines[next].count, true, false, h);
     else
       process_line(line, nullptr, 0, false, false, h);

@@ -79,6 +79,31 @@ TEST_CASE("line feed: per-block escape/CR hints give the same segments, ranks an
   }
 }
 
+TEST_CASE("line feed: a colour code inside a message does not hide it from the prefiltered path") {
+  // The prefilter scans raw bytes, where "\x1b[1m" splits the message; RE2 matches the line
+  // with its escapes removed. Both paths must see the same events.
+  test::RepoEngine engine;
+  const std::string block =
+      "[rank0]:2026-11-27 13:00:00,035 - train - INFO - step 1 loss 2.5\n"
+      "[rank3]: torch.OutOfMemoryError: CUDA \x1b[1mout of memory\x1b[0m. Tried to allocate 2.00 GiB\n"
+      "[rank1]: NCCL\0 error: unhandled system error\n";
+  std::vector<std::vector<Seen>> seen;
+  for (bool prefilter : {false, true}) {
+    CAPTURE(prefilter);
+    Correlator corr(engine.lib, engine.matcher.tail_patterns());
+    LineAttributor attr;
+    InputSummary summary;
+    Recorder rec;
+    LineFeed feed(engine.matcher, corr, attr, 0, summary, &rec);
+    if (prefilter) feed.prefer_prefilter();
+    feed.on_block(block);
+    REQUIRE(rec.events.size() >= 2);
+    CHECK(rec.events.front().rank == 3);
+    seen.push_back(rec.events);
+  }
+  CHECK(seen[0] == seen[1]);
+}
+
 TEST_CASE("line feed: hints that rule out escapes and CRs pass the line through unchanged") {
   std::string scratch;
   std::vector<std::string> segs;
