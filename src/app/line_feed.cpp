@@ -66,41 +66,33 @@ void LineFeed::on_block(std::string_view block) {
   if (!pf) {
     size_t offset = 0;
     for_each_line(block, [&](std::string_view line) {
-      process_line(line, nullptr, 0, true, false, hints.at(offset, offset + line.size()));
+      process_line(line, nullptr, nullptr, 0, true, false, hints.at(offset, offset + line.size()));
       offset += line.size() + 1;
     });
     return;
   }
   // Lines the prefilter rules out are still attributed (per-rank timeline) but not matched.
-  candidates_.clear();
-  pf->scan(block, candidates_);
-  const auto& lines = candidates_.lines;
-  size_t next = 0, offset = 0;
-  for_each_line(block, [&](std::string_view line) {
-    size_t start = offset;
-    offset += line.size() + 1;
-    LineHints h = hints.at(start, start + line.size());
-    while (next < lines.size() && lines[next].line_start < start) ++next;
+  for (const TemplateScanner::Line& line : templates_.scan(*pf, block)) {
+    size_t start = static_cast<size_t>(line.text.data() - block.data());
+    LineHints h = hints.at(start, start + line.text.size());
     // The prefilter saw the raw bytes; RE2 sees the line without its escapes and NULs, where
     // a colour code inside a message ("CUDA \x1b[1mout of memory") no longer splits it.
     if (h.may_have_escapes)
-      process_line(line, nullptr, 0, true, false, h);
-    else if (next < lines.size() && lines[next].line_start == start)
-      process_line(line, candidates_.patterns.data() + lines[next].first, lines[next].count, true, false, h);
+      process_line(line.text, nullptr, nullptr, 0, true, false, h);
     else
-      process_line(line, nullptr, 0, false, false, h);
-  });
+      process_line(line.text, line.patterns, line.starts, line.count, line.count > 0, false, h);
+  }
 }
 
 void LineFeed::on_long_line(std::string_view head, uint64_t) {
   ++summary_.long_lines;
-  process_line(head, nullptr, 0, true, false);
+  process_line(head, nullptr, nullptr, 0, true, false);
 }
 
-void LineFeed::on_partial_line(std::string_view head) { process_line(head, nullptr, 0, true, true); }
+void LineFeed::on_partial_line(std::string_view head) { process_line(head, nullptr, nullptr, 0, true, true); }
 
-void LineFeed::process_line(std::string_view line, const int* potentials, size_t npot, bool candidate, bool partial,
-                            LineHints hints) {
+void LineFeed::process_line(std::string_view line, const int* potentials, const uint32_t* starts, size_t npot,
+                            bool candidate, bool partial, LineHints hints) {
   uint64_t line_no = line_no_ + 1;
   if (!partial) {
     line_no_ = line_no;
@@ -116,7 +108,13 @@ void LineFeed::process_line(std::string_view line, const int* potentials, size_t
     if (observer_) observer_->on_line(a, seg, input_, line_no);
     if (!candidate && !a.fatal) return;
     if (!candidate) hits_.clear();
-    else if (potentials) matcher_.match_potentials(a.body, potentials, npot, hits_);
+    else if (potentials) {
+      // Offsets from the prefilter are into the raw line; the body is a view into it unless
+      // escapes were stripped into scratch (such lines come without potentials).
+      bool inside = a.body.data() >= line.data() && a.body.data() <= line.data() + line.size();
+      size_t body_offset = inside ? static_cast<size_t>(a.body.data() - line.data()) : 0;
+      matcher_.match_potentials(a.body, potentials, inside ? starts : nullptr, npot, body_offset, hits_);
+    }
     else matcher_.match(a.body, hits_);
     // glog/c10 severity F ("F0801 ...] ", "[F1029 ...] ") is peeled with the header, so no
     // pattern sees it: such a line is a failure line whatever its text, never a clean run.
@@ -125,6 +123,13 @@ void LineFeed::process_line(std::string_view line, const int* potentials, size_t
     for (int def : hits_) {
       if (def == pdsh_def_) attr_.enable_pdsh();
       // Past its storage bound a pattern is only counted (cheap); see docs/reliability.md.
+      if (corr_.only_steps(static_cast<size_t>(def))) {  // a progress line: no event to build
+        if (auto step = matcher_.capture(static_cast<size_t>(def), a.body, "step"))
+          corr_.add_step(static_cast<size_t>(def), a.rank, *step, seg);
+        else
+          corr_.count_event(static_cast<size_t>(def));
+        continue;
+      }
       if (!corr_.wants_event(static_cast<size_t>(def))) {
         corr_.count_event(static_cast<size_t>(def));
         continue;

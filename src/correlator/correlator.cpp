@@ -93,10 +93,30 @@ Correlator::Correlator(const Library& lib, std::vector<size_t> tail_patterns)
 
 void Correlator::count_event(size_t def) {
   ++count_by_def_[def];
+  note_dropped(def);
+}
+
+void Correlator::note_dropped(size_t def) {
   if (std::find(limits_.dropped.begin(), limits_.dropped.end(), lib_.patterns[def].name) == limits_.dropped.end()) {
     limits_.truncated = true;
     limits_.dropped.push_back(lib_.patterns[def].name);
   }
+}
+
+void Correlator::note_step(int rank, std::string_view step, std::string_view text) {
+  auto v = to_int(step);
+  if (!v) return;
+  if (RankState* rs = rank_state(rank)) {
+    rs->last_step = *v;
+    rs->last_step_order = order_;
+    rs->last_progress.assign(text.substr(0, 300));
+  }
+}
+
+void Correlator::add_step(size_t def, int rank, std::string_view step, std::string_view text) {
+  ++count_by_def_[def];
+  note_step(rank, step, text);
+  if (referenced_[def]) note_dropped(def);
 }
 
 Correlator::RankState* Correlator::rank_state(int rank) {
@@ -150,22 +170,12 @@ void Correlator::add_event(Event ev) {
   // Progress counters are kept per rank, not as events (they can be millions of lines); a
   // pattern no entry uses (the engine's progress_* patterns) stores nothing else.
   if (const std::string* step = ev.capture("step")) {
-    auto v = to_int(*step);
-    if (v)
-      if (RankState* rs = rank_state(ev.rank)) {
-        rs->last_step = *v;
-        rs->last_step_order = ev.order;
-        rs->last_progress = ev.text.substr(0, 300);
-      }
+    note_step(ev.rank, *step, ev.text);
     if (!referenced_[def]) return;
   }
   auto& list = events_by_def_[def];
   if (list.size() >= kMaxEventsPerPattern) {
-    if (!limits_.truncated || std::find(limits_.dropped.begin(), limits_.dropped.end(), lib_.patterns[def].name) ==
-                                  limits_.dropped.end()) {
-      limits_.truncated = true;
-      limits_.dropped.push_back(lib_.patterns[def].name);
-    }
+    note_dropped(def);
     return;
   }
   if (ev.text.size() > kMaxEventText) {

@@ -100,15 +100,32 @@ void Matcher::report_group(size_t group, std::vector<int>& hits) const {
   for (size_t def : line_groups_[group]) hits.push_back(static_cast<int>(def));
 }
 
-void Matcher::match_potentials(std::string_view body, const int* potentials, size_t count, std::vector<int>& hits) const {
+void Matcher::match_potentials(std::string_view body, const int* potentials, const uint32_t* starts, size_t count,
+                               size_t body_offset, std::vector<int>& hits) const {
   hits.clear();
   re2::StringPiece text(body.data(), body.size());
   for (size_t k = 0; k < count; ++k) {
     size_t group = static_cast<size_t>(potentials[k]);
     const RE2* re = lib_.patterns[line_groups_[group].front()].re.get();
-    if (re && RE2::PartialMatch(text, *re)) report_group(group, hits);
+    // No match starts before starts[k] in the line (TemplateScanner), so the search starts
+    // there; RE2 still reads the text before it for ^ and \b.
+    size_t from = starts && starts[k] > body_offset ? std::min<size_t>(starts[k] - body_offset, body.size()) : 0;
+    if (re && re->Match(text, from, text.size(), RE2::UNANCHORED, nullptr, 0)) report_group(group, hits);
   }
   std::sort(hits.begin(), hits.end());
+}
+
+std::optional<std::string_view> Matcher::capture(size_t def, std::string_view body, std::string_view name) const {
+  const PatternDef& p = lib_.patterns[def];
+  auto it = std::find(p.capture_names.begin(), p.capture_names.end(), name);
+  if (!p.re || it == p.capture_names.end()) return std::nullopt;
+  size_t index = static_cast<size_t>(it - p.capture_names.begin()) + 1;
+  std::vector<re2::StringPiece> groups(index + 1);
+  re2::StringPiece text(body.data(), body.size());
+  if (!p.re->Match(text, 0, text.size(), RE2::UNANCHORED, groups.data(), static_cast<int>(index + 1)) ||
+      groups[index].data() == nullptr)
+    return std::nullopt;
+  return std::string_view(groups[index].data(), groups[index].size());
 }
 
 Captures Matcher::extract(size_t def, std::string_view body) const {

@@ -7,18 +7,22 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <optional>
 #include <sstream>
 #include <string>
 
 #ifdef FIRSTFAULT_HAVE_HYPERSCAN
 #include <hs/hs.h>
+#include <re2/re2.h>
+
+#include <mutex>
 #endif
 
 namespace firstfault {
 
 // Rewrites an RE2 pattern into one that matches, on raw bytes, every line the RE2 pattern
 // matches on the line's body:
-// - anchors go (the body starts after prefixes the raw line still has);
+// - anchors and word boundaries go (the body starts after prefixes the raw line still has);
 // - a token that can match one multi-byte UTF-8 character (., [^...], \S, \W, \D, \p..) may
 //   cover several bytes, so a bounded count on it becomes unbounded and a single one becomes "+";
 // - named groups become plain groups and lazy quantifiers greedy (Hyperscan has neither).
@@ -49,7 +53,8 @@ std::string relax_for_bytes(const std::string& re) {
     char c = re[i];
     if (c == '\\' && i + 1 < n) {
       char e = re[i + 1];
-      if (e == 'A' || e == 'z' || e == 'Z') {
+      // Assertions go: the body's edges are not the raw line's, and dropping one only widens.
+      if (e == 'A' || e == 'z' || e == 'Z' || e == 'b' || e == 'B') {
         i += 2;
         continue;
       }
@@ -103,6 +108,206 @@ std::string relax_for_bytes(const std::string& re) {
   return out;
 }
 
+namespace {
+
+constexpr uint16_t kAllDigits = 0x3ff;
+
+// The ASCII digits in [lo, hi], as bits 0..9.
+uint16_t digits_in(unsigned lo, unsigned hi) {
+  uint16_t bits = 0;
+  for (unsigned c = std::max(lo, unsigned{'0'}); c <= std::min(hi, unsigned{'9'}); ++c) bits |= uint16_t(1u << (c - '0'));
+  return bits;
+}
+
+// Reads `\xHH` or `\x{H...}` at re[i] == '\\'; returns the code point and moves i past it.
+std::optional<unsigned> hex_escape(const std::string& re, size_t& i) {
+  size_t j = i + 2, end;
+  if (j < re.size() && re[j] == '{') {
+    end = re.find('}', j);
+    if (end == std::string::npos) return std::nullopt;
+    ++j;
+  } else {
+    end = std::min(j + 2, re.size());
+  }
+  if (j == end) return std::nullopt;
+  unsigned v = 0;
+  for (size_t k = j; k < end; ++k) {
+    char c = re[k];
+    int d = c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10 : c >= 'A' && c <= 'F' ? c - 'A' + 10 : -1;
+    if (d < 0 || v > 0x10ffff) return std::nullopt;
+    v = v * 16 + static_cast<unsigned>(d);
+  }
+  i = end + (re[i + 2] == '{' ? 1 : 0);
+  return v;
+}
+
+// The digits a POSIX class ([:name:]) holds; nullopt for a name not known here.
+std::optional<uint16_t> posix_digits(std::string_view name) {
+  if (name.size() > 1 && name[0] == '^') {
+    auto inner = posix_digits(name.substr(1));
+    if (!inner) return std::nullopt;
+    return static_cast<uint16_t>(kAllDigits & ~*inner);
+  }
+  for (std::string_view all : {"alnum", "digit", "xdigit", "word", "graph", "print", "ascii"})
+    if (name == all) return kAllDigits;
+  for (std::string_view none : {"alpha", "blank", "cntrl", "lower", "punct", "space", "upper"})
+    if (name == none) return uint16_t{0};
+  return std::nullopt;
+}
+
+}  // namespace
+
+// Rewrites an RE2 pattern so that it cannot tell one ASCII digit from another, keeping every
+// line it matched: a literal digit becomes [0-9], and a character class that holds some digits
+// but not all also takes the others. The result matches a line iff it matches the line with
+// every digit replaced by '0', so a prefilter answer holds for all lines of one digit template.
+// Repetition counts ({2,3}) and group names stay as written. Octal escapes and \Q..\E are not
+// read: the caller treats such a pattern as matching every line.
+std::optional<std::string> digit_closed(const std::string& re) {
+  std::string out;
+  const size_t n = re.size();
+  size_t i = 0;
+  while (i < n) {
+    char c = re[i];
+    if (c == '\\') {
+      if (i + 1 >= n) return std::nullopt;
+      char e = re[i + 1];
+      if ((e >= '0' && e <= '9') || e == 'Q' || e == 'E') return std::nullopt;
+      if (e == 'x') {
+        size_t start = i;
+        auto v = hex_escape(re, i);
+        if (!v) return std::nullopt;
+        if (*v >= '0' && *v <= '9') out += "[0-9]";
+        else out.append(re, start, i - start);
+        continue;
+      }
+      if (e == 'p' || e == 'P') {  // a Unicode class: which digits it holds is not worked out here
+        size_t len = 3;
+        if (i + 2 < n && re[i + 2] == '{') {
+          size_t close = re.find('}', i);
+          if (close == std::string::npos) return std::nullopt;
+          len = close - i + 1;
+        }
+        out += "(?:" + re.substr(i, len) + "|[0-9])";
+        i += len;
+        continue;
+      }
+      out.append(re, i, 2);
+      i += 2;
+      continue;
+    }
+    if (c == '[') {
+      size_t j = i + 1;
+      bool negated = j < n && re[j] == '^';
+      if (negated) ++j;
+      uint16_t digits = 0;
+      bool unknown = false;
+      bool first = true;
+      // One item of the class: its first code point (or -1 for a class escape, whose digits
+      // are added to `digits` directly).
+      auto item = [&](size_t& k) -> long {
+        if (re[k] == '[' && k + 1 < n && re[k + 1] == ':') {
+          size_t close = re.find(":]", k + 2);
+          if (close == std::string::npos) {
+            unknown = true;
+            return -1;
+          }
+          auto d = posix_digits(std::string_view(re).substr(k + 2, close - k - 2));
+          if (d) digits |= *d;
+          else unknown = true;
+          k = close + 2;
+          return -1;
+        }
+        if (re[k] != '\\') return static_cast<unsigned char>(re[k++]);
+        if (k + 1 >= n) {
+          unknown = true;
+          return -1;
+        }
+        char e = re[k + 1];
+        if (e == 'x') {
+          auto v = hex_escape(re, k);
+          if (!v) unknown = true;
+          return v ? static_cast<long>(*v) : -1;
+        }
+        if (e >= '0' && e <= '9') {
+          unknown = true;
+          k += 2;
+          return -1;
+        }
+        k += 2;
+        switch (e) {
+          case 'd': case 'w': case 'S': digits = kAllDigits; return -1;
+          case 'D': case 'W': case 's': return -1;
+          case 'p': case 'P':
+            if (k < n && re[k] == '{') {
+              size_t close = re.find('}', k);
+              k = close == std::string::npos ? n : close + 1;
+            } else {
+              ++k;
+            }
+            unknown = true;
+            return -1;
+          case 'n': return '\n';
+          case 't': return '\t';
+          case 'r': return '\r';
+          case 'f': return '\f';
+          case 'v': return '\v';
+          case 'a': return '\a';
+          default: return static_cast<unsigned char>(e);
+        }
+      };
+      while (j < n && (re[j] != ']' || first)) {
+        first = false;
+        long lo = item(j);
+        if (j == std::string::npos || j > n) return std::nullopt;
+        if (lo < 0) continue;
+        long hi = lo;
+        if (j + 1 < n && re[j] == '-' && re[j + 1] != ']') {
+          ++j;
+          hi = item(j);
+          if (hi < 0) {
+            unknown = true;
+            continue;
+          }
+        }
+        if (hi >= lo) digits |= digits_in(static_cast<unsigned>(lo), static_cast<unsigned>(hi));
+      }
+      if (j >= n) return std::nullopt;  // unterminated class
+      std::string cls = re.substr(i, j + 1 - i);
+      i = j + 1;
+      if (negated) digits = static_cast<uint16_t>(kAllDigits & ~digits);
+      if (!unknown && (digits == 0 || digits == kAllDigits)) out += cls;
+      else out += "(?:" + cls + "|[0-9])";
+      continue;
+    }
+    if (c == '{') {  // a repetition count is syntax, not digits to match
+      size_t k = i + 1;
+      while (k < n && re[k] >= '0' && re[k] <= '9') ++k;
+      bool count = k > i + 1;
+      if (count && k < n && re[k] == ',') {
+        ++k;
+        while (k < n && re[k] >= '0' && re[k] <= '9') ++k;
+      }
+      if (count && k < n && re[k] == '}') {
+        out.append(re, i, k + 1 - i);
+        i = k + 1;
+        continue;
+      }
+    }
+    if (c == '(' && re.compare(i, 3, "(?P") == 0) {  // a group name may hold digits
+      size_t close = re.find('>', i);
+      if (close == std::string::npos) return std::nullopt;
+      out.append(re, i, close + 1 - i);
+      i = close + 1;
+      continue;
+    }
+    if (c >= '0' && c <= '9') out += "[0-9]";
+    else out += c;
+    ++i;
+  }
+  return out;
+}
+
 #ifdef FIRSTFAULT_HAVE_HYPERSCAN
 namespace {
 
@@ -138,6 +343,8 @@ class HyperscanPrefilter : public Prefilter {
     auto p = std::unique_ptr<HyperscanPrefilter>(new HyperscanPrefilter());
     p->count_ = static_cast<int>(patterns.size());
     std::vector<std::string> relaxed = relax_all(patterns);
+    p->relaxed_ = relaxed;
+    p->locators_ = std::vector<Locator>(relaxed.size());
     std::string key = cache_key(relaxed);
     // 1. Compiled into the binary at build time (the usual case for the built-in library).
     std::string_view builtin = builtin_prefilter_db();
@@ -177,7 +384,12 @@ class HyperscanPrefilter : public Prefilter {
 
   static std::vector<std::string> relax_all(const std::vector<const PatternDef*>& patterns) {
     std::vector<std::string> relaxed;
-    for (const PatternDef* d : patterns) relaxed.push_back(relax_for_bytes(d->regex));
+    // Digit-blind, so one scan answers for every line of a digit template (TemplateScanner). A
+    // pattern whose syntax digit_closed() does not read is a candidate on every line.
+    for (const PatternDef* d : patterns) {
+      std::optional<std::string> blind = digit_closed(d->regex);
+      relaxed.push_back(blind ? relax_for_bytes(*blind) : std::string("[\\s\\S]"));
+    }
     return relaxed;
   }
 
@@ -230,6 +442,21 @@ class HyperscanPrefilter : public Prefilter {
     }
     hs_free_database(db);
     return out;
+  }
+
+  std::optional<size_t> leftmost(int pattern, std::string_view text) const override {
+    Locator& l = locators_[static_cast<size_t>(pattern)];
+    std::call_once(l.once, [&] {
+      RE2::Options opt;
+      opt.set_log_errors(false);
+      opt.set_never_capture(true);
+      auto re = std::make_unique<RE2>(relaxed_[static_cast<size_t>(pattern)], opt);
+      if (re->ok()) l.re = std::move(re);
+    });
+    if (!l.re || text.empty()) return size_t{0};  // cannot tell: every position stays possible
+    re2::StringPiece whole(text.data(), text.size()), match;
+    if (!l.re->Match(whole, 0, whole.size(), RE2::UNANCHORED, &match, 1)) return std::nullopt;
+    return static_cast<size_t>(match.data() - text.data());
   }
 
   void scan(std::string_view block, Candidates& out) const override {
@@ -332,6 +559,14 @@ class HyperscanPrefilter : public Prefilter {
     st->pats.push_back(static_cast<int>(id));
     return 0;
   }
+
+  // RE2 forms of the relaxed patterns, compiled when a template first needs one (leftmost()).
+  struct Locator {
+    std::once_flag once;
+    std::unique_ptr<RE2> re;
+  };
+  std::vector<std::string> relaxed_;
+  mutable std::vector<Locator> locators_;
 
   int count_ = 0;
   hs_database_t* db_ = nullptr;

@@ -2,6 +2,10 @@
 
 #include "firstfault/attribution/line_attributor.h"
 #include "firstfault/matcher/matcher.h"
+#include "firstfault/matcher/template_scanner.h"
+#include "firstfault/reader/log_reader.h"
+
+#include <re2/re2.h>
 #include "firstfault/signatures/loader.h"
 
 #include <cstdlib>
@@ -38,6 +42,16 @@ TEST_CASE("matcher: an ordinary training line matches nothing but progress") {
   CHECK(hits.empty());
 }
 
+namespace {
+// Every digit of `line` moved by `shift` (0 -> 0 + shift, ...): the same digit template.
+std::string shift_digits(std::string_view line, int shift) {
+  std::string out(line);
+  for (char& c : out)
+    if (c >= '0' && c <= '9') c = static_cast<char>('0' + (c - '0' + shift) % 10);
+  return out;
+}
+}  // namespace
+
 TEST_CASE("matcher: the prefilter never drops a line RE2 would match") {
   Library lib = test::repo_library();
   Matcher with(lib), without(lib);
@@ -47,31 +61,90 @@ TEST_CASE("matcher: the prefilter never drops a line RE2 would match") {
     WARN("built without Hyperscan: no prefilter to test");
     return;
   }
-  // Every positive sample of the library, with its real prefixes, embedded among noise lines.
+  // Every positive and negative sample of the library, with its real prefixes, among noise
+  // lines; then the same lines with their digits changed, which share their digit templates, so
+  // the second time round the answers come from the template cache (TemplateScanner).
   std::string block;
-  for (const auto& p : lib.patterns)
+  for (const auto& p : lib.patterns) {
     for (const auto& s : p.positive) block += "[rank3]:step 10 loss 1.0 lr 3e-4\n" + s + "\n";
-  Prefilter::Candidates cands;
-  with.prefilter()->scan(block, cands);
-  size_t start = 0, missed = 0, lines = 0, candidates = cands.lines.size();
-  std::vector<int> all_hits, pot_hits;
-  while (start < block.size()) {
-    size_t nl = block.find('\n', start);
-    std::string_view line(block.data() + start, nl - start);
-    LineAttributor attributor;
-    std::string_view body = attributor.attribute(line).body;
-    without.match(body, all_hits);
-    auto it = std::find_if(cands.lines.begin(), cands.lines.end(),
-                           [&](const Prefilter::Candidate& c) { return c.line_start == start; });
-    pot_hits.clear();
-    if (it != cands.lines.end()) with.match_potentials(body, cands.patterns.data() + it->first, it->count, pot_hits);
-    // The prefilter path must find exactly what the full set finds.
-    if (pot_hits != all_hits) ++missed;
-    ++lines;
-    start = nl + 1;
+    for (const auto& s : p.negative) block += s + "\n";
   }
-  INFO(candidates << " candidate lines of " << lines);
+  for (int shift : {1, 5, 9}) {
+    std::string shifted;
+    for_each_line(block, [&](std::string_view line) { shifted += shift_digits(line, shift) + "\n"; });
+    block += shifted;
+  }
+  TemplateScanner scanner;
+  size_t missed = 0, lines = 0, candidates = 0;
+  std::vector<int> all_hits, pot_hits;
+  for (const TemplateScanner::Line& line : scanner.scan(*with.prefilter(), block)) {
+    LineAttributor attributor;
+    std::string_view body = attributor.attribute(line.text).body;
+    without.match(body, all_hits);
+    size_t body_offset = static_cast<size_t>(body.data() - line.text.data());
+    with.match_potentials(body, line.patterns, line.starts, line.count, body_offset, pot_hits);
+    // The prefilter path must find exactly what the full set finds.
+    if (pot_hits != all_hits) {
+      ++missed;
+      UNSCOPED_INFO("differs: " << line.text);
+    }
+    candidates += line.count > 0;
+    ++lines;
+  }
+  INFO(candidates << " candidate lines of " << lines << "; " << scanner.stats().scanned << " templates scanned");
+  CHECK(scanner.stats().scanned < lines / 2);  // the shifted copies came from the cache
   CHECK(missed == 0);
+}
+
+TEST_CASE("matcher: digit_closed() patterns cannot tell digits apart and keep every match") {
+  Library lib = test::repo_library();
+  size_t checked = 0;
+  for (const auto& p : lib.patterns) {
+    std::optional<std::string> blind = digit_closed(p.regex);
+    INFO(p.name << ": " << p.regex);
+    REQUIRE(blind);  // every built-in pattern is read; otherwise it is a candidate on every line
+    RE2 re(*blind);
+    REQUIRE(re.ok());
+    for (const auto& s : p.positive) {
+      LineAttributor attributor;
+      std::string_view body = attributor.attribute(s).body;
+      if (!RE2::PartialMatch(body, *p.re)) continue;
+      for (int shift : {0, 3, 7}) {
+        INFO(s);
+        CHECK(RE2::PartialMatch(shift_digits(body, shift), re));
+      }
+      ++checked;
+    }
+  }
+  CHECK(checked > 500);
+  // Syntax that is not digits stays as written; digit literals and partial classes widen.
+  CHECK(digit_closed("a{2,3}(?P<n2>x)\\d[1-9]7\\x35") == "a{2,3}(?P<n2>x)\\d(?:[1-9]|[0-9])[0-9][0-9]");
+  CHECK(digit_closed("[^0][a-z][^a-z]") == "(?:[^0]|[0-9])[a-z][^a-z]");
+  CHECK_FALSE(digit_closed("\\1"));
+}
+
+TEST_CASE("matcher: the template scanner gives the same candidates as a direct prefilter scan, reusing templates") {
+  test::RepoEngine engine;
+  const Prefilter* pf = engine.matcher.prefilter(false);
+  if (!pf) return;
+  std::string block =
+      "[rank0]: [2026-11-27 13:00:18] iteration       18/  500000 | lm loss: 2.482000E+00 | number of nan iterations:   0 |\n"
+      "[rank1]: [2026-11-27 13:00:19] iteration       19/  500000 | lm loss: 2.481000E+00 | number of nan iterations:   2 |\n"
+      "\n"
+      "[rank1]: torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB\n"
+      "last line without newline 7";
+  TemplateScanner scanner;
+  for (int round = 0; round < 2; ++round) {
+    const auto& lines = scanner.scan(*pf, block);
+    REQUIRE(lines.size() == 5);
+    CHECK(lines[2].text.empty());
+    CHECK(lines[4].text == "last line without newline 7");
+    CHECK(lines[0].count == lines[1].count);  // one template: the same answer
+    CHECK(lines[3].count > 0);
+    for (const auto& l : lines)
+      for (uint32_t k = 0; k < l.count; ++k) CHECK(l.starts[k] <= l.text.size());
+  }
+  CHECK(scanner.stats().scanned == 4);  // the second round and line 1 came from the cache
 }
 
 #ifdef FIRSTFAULT_HAVE_HYPERSCAN

@@ -11,6 +11,7 @@
 #include "firstfault/attribution/line_attributor.h"
 #include "firstfault/correlator/correlator.h"
 #include "firstfault/matcher/matcher.h"
+#include "firstfault/matcher/template_scanner.h"
 #include "firstfault/reader/log_reader.h"
 
 namespace firstfault {
@@ -42,8 +43,9 @@ class LineFeed : public BlockSink {
 
  private:
   // `potentials` narrows the patterns to try (from the prefilter); null with `candidate` means all.
-  void process_line(std::string_view line, const int* potentials, size_t npot, bool candidate, bool partial,
-                    LineHints hints = {});
+  // `starts` (beside `potentials`): where in the line each can first match (TemplateScanner).
+  void process_line(std::string_view line, const int* potentials, const uint32_t* starts, size_t npot,
+                    bool candidate, bool partial, LineHints hints = {});
 
   const Matcher& matcher_;
   Correlator& corr_;
@@ -54,7 +56,7 @@ class LineFeed : public BlockSink {
   uint64_t line_no_ = 0;
   std::string scratch_;
   std::vector<int> hits_;
-  Prefilter::Candidates candidates_;
+  TemplateScanner templates_;  // the prefilter's answers per digit template of a line
   int pdsh_def_ = -1;
   int fatal_def_ = -1;  // error_fatal_line: also reported for a line whose header says F (fatal)
   uint64_t bytes_seen_ = 0;

@@ -54,6 +54,12 @@ class Correlator {
   // exact without building the event.
   bool wants_event(size_t def) const { return events_by_def_[def].size() < kMaxEventsPerPattern || def_has_step_[def]; }
   void count_event(size_t def);
+  // Whether an event of `def` would only move its rank's progress counter (a `step` capture,
+  // and nothing to store); then add_step() does that without building the event.
+  bool only_steps(size_t def) const {
+    return def_has_step_[def] && (!referenced_[def] || events_by_def_[def].size() >= kMaxEventsPerPattern);
+  }
+  void add_step(size_t def, int rank, std::string_view step, std::string_view line);
   void set_inputs(std::vector<InputSummary> inputs) { inputs_ = std::move(inputs); }
 
   // Appends the state of a correlator that read the *following* part of the same input
@@ -93,6 +99,8 @@ class Correlator {
   struct Hits;  // per-entry evaluation (defined in the .cpp)
 
   RankState* rank_state(int rank);
+  void note_step(int rank, std::string_view step, std::string_view line);
+  void note_dropped(size_t def);  // an event of `def` was counted but not stored
   void resolve_times_and_ranks();
   int64_t time_key(const Timestamp& t) const;
   bool earlier(const Event& a, const Event& b) const;

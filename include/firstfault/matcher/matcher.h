@@ -8,6 +8,7 @@
 #include <atomic>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -36,11 +37,16 @@ class Matcher {
 
   // Indices (into Library::patterns) of every line-matched pattern matching `body`, ascending.
   void match(std::string_view body, std::vector<int>& hits) const;
-  // The same, but only trying `potentials` (indices into line_patterns(), from the prefilter).
-  void match_potentials(std::string_view body, const int* potentials, size_t count, std::vector<int>& hits) const;
+  // The same, but only trying `potentials` (indices into line_patterns(), from the prefilter);
+  // with `starts`, potential k cannot match before offset starts[k] of the raw line, whose
+  // body begins at `body_offset`.
+  void match_potentials(std::string_view body, const int* potentials, const uint32_t* starts, size_t count,
+                        size_t body_offset, std::vector<int>& hits) const;
 
   // Named captures of pattern `def` on `body` (groups that did not take part are left out).
   Captures extract(size_t def, std::string_view body) const;
+  // One named capture of pattern `def` on `body` (a view into body), without allocating.
+  std::optional<std::string_view> capture(size_t def, std::string_view body, std::string_view name) const;
 
   // The prefilter: embedded or cached ones are used for any input; compiling one (about a
   // second) only happens when `may_compile` (the caller saw a large input). Null when unavailable.

@@ -1,11 +1,12 @@
 #pragma once
 // A fast reject stage in front of RE2: every pattern, rewritten into a byte-level superset of
-// itself, in one Hyperscan database compiled in prefilter mode and scanned over a whole block at
-// once. Only the lines where some pattern (approximately) matched go to RE2, and only for those
+// itself that cannot tell digits apart, in one Hyperscan database compiled in prefilter mode and
+// scanned over many lines at once. Only the lines where some pattern (approximately) matched go to RE2, and only for those
 // patterns. It may report lines RE2 then rejects; it never drops a line RE2 would match. RE2
 // stays the matcher of record. See docs/performance.md.
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -16,6 +17,9 @@ namespace firstfault {
 
 // The byte-level superset rewrite (exposed for tests).
 std::string relax_for_bytes(const std::string& re2_pattern);
+
+// The digit-blind superset of a pattern (see prefilter.cpp); nullopt for syntax it does not read.
+std::optional<std::string> digit_closed(const std::string& re2_pattern);
 
 class Prefilter {
  public:
@@ -35,6 +39,10 @@ class Prefilter {
     }
   };
   virtual void scan(std::string_view block, Candidates& out) const = 0;
+  // Exactly where relaxed pattern `pattern` first matches in `text` (with RE2, not the
+  // approximate prefilter scan), or nullopt when it does not match at all. A line whose digit
+  // template is `text` can only match the original pattern at or after that offset.
+  virtual std::optional<size_t> leftmost(int pattern, std::string_view text) const = 0;
   // The prefilter for `patterns` from the cheapest source that has it: the database compiled
   // into the binary at build time (builtin_prefilter_db(), when it was made from these very
   // patterns and runs on this CPU), then the on-disk cache; compiling it (about a second for

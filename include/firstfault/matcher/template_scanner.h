@@ -1,0 +1,83 @@
+#pragma once
+// The prefilter's answer per line template: most lines of a training log differ from an earlier
+// line only in their digits (step, loss, time, rank), and the prefilter is built from
+// digit-blind patterns (digit_closed()), so its answer for a line holds for every line with the
+// same digit template. A block's lines are looked up by template; only templates not seen
+// before are scanned, in one Hyperscan call, and each of their candidates is checked once with
+// the relaxed pattern in RE2 on the template: that drops the prefilter's false alarms and gives
+// the first offset where a match can start. RE2 still confirms every candidate on the real line.
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "firstfault/matcher/prefilter.h"
+
+namespace firstfault {
+
+// Appends `line` with every ASCII digit replaced by '0' (its digit template) to `out`.
+void append_digit_template(std::string_view line, std::string& out);
+// Writes the digit template of `line` to `out` (line.size() bytes) and returns its hash.
+uint64_t digit_template(std::string_view line, char* out);
+
+// One per thread (it is not synchronised); bounded: past its limits it starts afresh.
+class TemplateScanner {
+ public:
+  // One block's lines, each with the prefilter's candidate patterns (indices into the list the
+  // prefilter was built from; count 0: the line cannot match). Valid until the next scan.
+  struct Line {
+    std::string_view text;
+    const int* patterns;
+    const uint32_t* starts;  // per pattern: no match can start before this offset in the line
+    uint32_t count;
+  };
+  const std::vector<Line>& scan(const Prefilter& prefilter, std::string_view block);
+
+  struct Stats {
+    uint64_t lines = 0, scanned = 0, resets = 0;
+  };
+  const Stats& stats() const { return stats_; }
+
+ private:
+  static constexpr size_t kMaxTemplateBytes = 2048;      // longer lines are scanned each time
+  static constexpr size_t kMaxArenaBytes = 4u << 20;     // template bytes kept
+  static constexpr size_t kMaxTemplates = 1u << 15;
+  static constexpr uint32_t kPending = UINT32_MAX;       // scanned in this block, answer not in yet
+
+  struct Slot {
+    uint64_t hash = 0;
+    uint32_t offset = 0, length = 0;  // the template in arena_
+    uint32_t first = 0, count = 0;    // its patterns in patterns_; first == kPending until scanned
+    bool used = false;
+  };
+  // The slot holding template `tmpl`, or -1.
+  int64_t find(uint64_t hash, std::string_view tmpl) const;
+  int64_t insert(uint64_t hash, std::string_view tmpl);
+  void reset();
+
+  std::vector<Slot> slots_ = std::vector<Slot>(2 * kMaxTemplates);
+  size_t used_ = 0;
+  std::string arena_;
+  std::vector<int> patterns_;
+  std::vector<uint32_t> starts_;  // beside patterns_
+
+  // Per block: each line's slot, or (uncached) its index among the templates scanned.
+  struct LineRef {
+    int64_t slot;
+    uint32_t miss;
+  };
+  std::vector<LineRef> refs_;
+  std::vector<Line> lines_;
+  char tmpl_[kMaxTemplateBytes];       // the current line's template
+  std::string misses_text_;            // the templates scanned this block, one per line
+  std::vector<size_t> miss_starts_;    // where each starts in misses_text_
+  std::vector<int64_t> miss_slots_;    // and its slot (-1: not cached)
+  Prefilter::Candidates miss_candidates_;
+  // Per miss: [first, count) in miss_patterns_/miss_offsets_, the candidates RE2 confirmed.
+  std::vector<std::pair<uint32_t, uint32_t>> miss_answer_;
+  std::vector<int> miss_patterns_;
+  std::vector<uint32_t> miss_offsets_;
+  Stats stats_;
+};
+
+}  // namespace firstfault
