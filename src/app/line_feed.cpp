@@ -66,7 +66,7 @@ void LineFeed::on_block(std::string_view block) {
   if (!pf) {
     size_t offset = 0;
     for_each_line(block, [&](std::string_view line) {
-      process_line(line, nullptr, nullptr, 0, true, false, hints.at(offset, offset + line.size()));
+      process_line(line, kAllPatterns, false, hints.at(offset, offset + line.size()));
       offset += line.size() + 1;
     });
     return;
@@ -78,21 +78,21 @@ void LineFeed::on_block(std::string_view block) {
     // The prefilter saw the raw bytes; RE2 sees the line without its escapes and NULs, where
     // a colour code inside a message ("CUDA \x1b[1mout of memory") no longer splits it.
     if (h.may_have_escapes)
-      process_line(line.text, nullptr, nullptr, 0, true, false, h);
+      process_line(line.text, kAllPatterns, false, h);
     else
-      process_line(line.text, line.patterns, line.starts, line.count, line.count > 0, false, h);
+      process_line(line.text, {false, line.patterns, line.starts, line.memos, line.count}, false, h);
   }
 }
 
 void LineFeed::on_long_line(std::string_view head, uint64_t) {
   ++summary_.long_lines;
-  process_line(head, nullptr, nullptr, 0, true, false);
+  process_line(head, kAllPatterns, false);
 }
 
-void LineFeed::on_partial_line(std::string_view head) { process_line(head, nullptr, nullptr, 0, true, true); }
+void LineFeed::on_partial_line(std::string_view head) { process_line(head, kAllPatterns, true); }
 
-void LineFeed::process_line(std::string_view line, const int* potentials, const uint32_t* starts, size_t npot,
-                            bool candidate, bool partial, LineHints hints) {
+void LineFeed::process_line(std::string_view line, const Potentials& pot, bool partial, LineHints hints) {
+  const bool candidate = pot.all || pot.count > 0;
   uint64_t line_no = line_no_ + 1;
   if (!partial) {
     line_no_ = line_no;
@@ -107,15 +107,26 @@ void LineFeed::process_line(std::string_view line, const int* potentials, const 
     corr_.observe_line(a, seg, input_, line_no);
     if (observer_) observer_->on_line(a, seg, input_, line_no);
     if (!candidate && !a.fatal) return;
+    bool inside = false;
+    size_t body_offset = 0;
+    // The memo of pattern `def` when it describes this very body (its groups are read from it).
+    auto memo_of = [&](size_t def) -> const MatchMemo* {
+      int group = matcher_.group_of(def);
+      if (!inside || !pot.memos || group < 0) return nullptr;
+      for (size_t k = 0; k < pot.count; ++k)
+        if (pot.patterns[k] == group && pot.memos[k].describes(body_offset, a.body.size())) return &pot.memos[k];
+      return nullptr;
+    };
     if (!candidate) hits_.clear();
-    else if (potentials) {
-      // Offsets from the prefilter are into the raw line; the body is a view into it unless
-      // escapes were stripped into scratch (such lines come without potentials).
-      bool inside = a.body.data() >= line.data() && a.body.data() <= line.data() + line.size();
-      size_t body_offset = inside ? static_cast<size_t>(a.body.data() - line.data()) : 0;
-      matcher_.match_potentials(a.body, potentials, inside ? starts : nullptr, npot, body_offset, hits_);
+    else if (pot.all) matcher_.match(a.body, hits_);
+    else {
+      // Offsets and memos from the prefilter are about the raw line; the body is a view into it
+      // unless escapes were stripped into scratch (such lines come without potentials).
+      inside = a.body.data() >= line.data() && a.body.data() <= line.data() + line.size();
+      body_offset = inside ? static_cast<size_t>(a.body.data() - line.data()) : 0;
+      matcher_.match_potentials(a.body, pot.patterns, inside ? pot.starts : nullptr, inside ? pot.memos : nullptr,
+                                pot.count, body_offset, hits_);
     }
-    else matcher_.match(a.body, hits_);
     // glog/c10 severity F ("F0801 ...] ", "[F1029 ...] ") is peeled with the header, so no
     // pattern sees it: such a line is a failure line whatever its text, never a clean run.
     if (a.fatal && fatal_def_ >= 0 && std::find(hits_.begin(), hits_.end(), fatal_def_) == hits_.end())
@@ -124,7 +135,7 @@ void LineFeed::process_line(std::string_view line, const int* potentials, const 
       if (def == pdsh_def_) attr_.enable_pdsh();
       // Past its storage bound a pattern is only counted (cheap); see docs/reliability.md.
       if (corr_.only_steps(static_cast<size_t>(def))) {  // a progress line: no event to build
-        if (auto step = matcher_.capture(static_cast<size_t>(def), a.body, "step"))
+        if (auto step = matcher_.capture(static_cast<size_t>(def), a.body, "step", memo_of(static_cast<size_t>(def))))
           corr_.add_step(static_cast<size_t>(def), a.rank, *step, seg);
         else
           corr_.count_event(static_cast<size_t>(def));
@@ -144,7 +155,7 @@ void LineFeed::process_line(std::string_view line, const int* potentials, const 
       ev.input = input_;
       ev.line = line_no;
       ev.text = std::string(seg);
-      ev.captures = matcher_.extract(ev.def, a.body);
+      ev.captures = matcher_.extract(ev.def, a.body, memo_of(ev.def));
       if (observer_) observer_->on_event(ev);
       corr_.add_event(std::move(ev));
     }

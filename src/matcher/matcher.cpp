@@ -23,6 +23,13 @@ Matcher::Matcher(const Library& lib) : lib_(lib) {
     if (fresh) line_groups_.emplace_back();
     line_groups_[it->second].push_back(i);
   }
+  group_of_def_.assign(lib_.patterns.size(), -1);
+  for (size_t g = 0; g < line_groups_.size(); ++g) {
+    for (size_t def : line_groups_[g]) group_of_def_[def] = static_cast<int>(g);
+    const PatternDef& p = lib_.patterns[line_groups_[g].front()];
+    std::optional<std::string> blind = digit_closed(p.regex);
+    digit_blind_.push_back(blind && *blind == p.regex && p.capture_names.size() <= MatchMemo::kMaxGroups);
+  }
 }
 Matcher::~Matcher() = default;
 
@@ -100,48 +107,77 @@ void Matcher::report_group(size_t group, std::vector<int>& hits) const {
   for (size_t def : line_groups_[group]) hits.push_back(static_cast<int>(def));
 }
 
-void Matcher::match_potentials(std::string_view body, const int* potentials, const uint32_t* starts, size_t count,
-                               size_t body_offset, std::vector<int>& hits) const {
+void Matcher::match_potentials(std::string_view body, const int* potentials, const uint32_t* starts, MatchMemo* memos,
+                               size_t count, size_t body_offset, std::vector<int>& hits) const {
   hits.clear();
   re2::StringPiece text(body.data(), body.size());
+  std::array<re2::StringPiece, MatchMemo::kMaxGroups + 1> spans;
   for (size_t k = 0; k < count; ++k) {
     size_t group = static_cast<size_t>(potentials[k]);
-    const RE2* re = lib_.patterns[line_groups_[group].front()].re.get();
+    const PatternDef& p = lib_.patterns[line_groups_[group].front()];
+    const RE2* re = p.re.get();
+    if (!re) continue;
     // No match starts before starts[k] in the line (TemplateScanner), so the search starts
     // there; RE2 still reads the text before it for ^ and \b.
     size_t from = starts && starts[k] > body_offset ? std::min<size_t>(starts[k] - body_offset, body.size()) : 0;
-    if (re && re->Match(text, from, text.size(), RE2::UNANCHORED, nullptr, 0)) report_group(group, hits);
+    bool matched;
+    if (memos && digit_blind_[group]) {
+      MatchMemo& m = memos[k];
+      if (!m.describes(body_offset, body.size())) {
+        size_t n = p.capture_names.size();
+        m.body_offset = static_cast<int64_t>(body_offset);
+        m.body_length = body.size();
+        m.matched = re->Match(text, from, text.size(), RE2::UNANCHORED, spans.data(), static_cast<int>(n + 1));
+        for (size_t i = 0; i < n; ++i)
+          m.groups[i] = spans[i + 1].data() ? std::pair<int32_t, int32_t>(static_cast<int32_t>(spans[i + 1].data() - body.data()),
+                                                                         static_cast<int32_t>(spans[i + 1].size()))
+                                            : std::pair<int32_t, int32_t>(-1, 0);
+      }
+      matched = m.matched;
+    } else {
+      matched = re->Match(text, from, text.size(), RE2::UNANCHORED, nullptr, 0);
+    }
+    if (matched) report_group(group, hits);
   }
   std::sort(hits.begin(), hits.end());
 }
 
-std::optional<std::string_view> Matcher::capture(size_t def, std::string_view body, std::string_view name) const {
+bool Matcher::groups(size_t def, std::string_view body, const MatchMemo* memo, std::vector<re2::StringPiece>& out) const {
   const PatternDef& p = lib_.patterns[def];
-  auto it = std::find(p.capture_names.begin(), p.capture_names.end(), name);
-  if (!p.re || it == p.capture_names.end()) return std::nullopt;
-  size_t index = static_cast<size_t>(it - p.capture_names.begin()) + 1;
-  std::vector<re2::StringPiece> groups(index + 1);
+  size_t n = p.capture_names.size();
+  out.assign(n + 1, re2::StringPiece());
+  if (memo) {  // the caller passes a memo only when it describes this body
+    if (!memo->matched) return false;
+    for (size_t i = 0; i < n; ++i)
+      if (memo->groups[i].first >= 0) out[i + 1] = re2::StringPiece(body.data() + memo->groups[i].first, memo->groups[i].second);
+    return true;
+  }
+  const RE2* re = p.re.get();
   re2::StringPiece text(body.data(), body.size());
-  if (!p.re->Match(text, 0, text.size(), RE2::UNANCHORED, groups.data(), static_cast<int>(index + 1)) ||
-      groups[index].data() == nullptr)
-    return std::nullopt;
-  return std::string_view(groups[index].data(), groups[index].size());
+  return re && re->Match(text, 0, text.size(), RE2::UNANCHORED, out.data(), static_cast<int>(n + 1));
 }
 
-Captures Matcher::extract(size_t def, std::string_view body) const {
+Captures Matcher::extract(size_t def, std::string_view body, const MatchMemo* memo) const {
   Captures out;
   const PatternDef& p = lib_.patterns[def];
-  const RE2* re = p.re.get();
-  if (!re) return out;
-  size_t n = p.capture_names.size();
-  std::vector<re2::StringPiece> groups(n + 1);
-  re2::StringPiece text(body.data(), body.size());
-  if (!re->Match(text, 0, text.size(), RE2::UNANCHORED, groups.data(), static_cast<int>(n + 1))) return out;
-  for (size_t i = 0; i < n; ++i) {
-    if (p.capture_names[i].empty() || groups[i + 1].data() == nullptr) continue;
-    out.emplace_back(p.capture_names[i], std::string(groups[i + 1].data(), groups[i + 1].size()));
+  thread_local std::vector<re2::StringPiece> spans;
+  if (!groups(def, body, memo, spans)) return out;
+  for (size_t i = 0; i < p.capture_names.size(); ++i) {
+    if (p.capture_names[i].empty() || spans[i + 1].data() == nullptr) continue;
+    out.emplace_back(p.capture_names[i], std::string(spans[i + 1].data(), spans[i + 1].size()));
   }
   return out;
+}
+
+std::optional<std::string_view> Matcher::capture(size_t def, std::string_view body, std::string_view name,
+                                                 const MatchMemo* memo) const {
+  const PatternDef& p = lib_.patterns[def];
+  auto it = std::find(p.capture_names.begin(), p.capture_names.end(), name);
+  if (it == p.capture_names.end()) return std::nullopt;
+  size_t index = static_cast<size_t>(it - p.capture_names.begin()) + 1;
+  thread_local std::vector<re2::StringPiece> spans;
+  if (!groups(def, body, memo, spans) || spans[index].data() == nullptr) return std::nullopt;
+  return std::string_view(spans[index].data(), spans[index].size());
 }
 
 }  // namespace firstfault

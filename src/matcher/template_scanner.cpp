@@ -104,6 +104,7 @@ void TemplateScanner::reset() {
   arena_.clear();
   patterns_.clear();
   starts_.clear();
+  memos_.clear();
   ++stats_.resets;
 }
 
@@ -122,7 +123,7 @@ const std::vector<TemplateScanner::Line>& TemplateScanner::scan(const Prefilter&
     const void* nl = std::memchr(base + start, '\n', block.size() - start);
     size_t end = nl ? static_cast<size_t>(static_cast<const char*>(nl) - base) : block.size();
     std::string_view line(base + start, end - start);
-    lines_.push_back({line, nullptr, nullptr, 0});
+    lines_.push_back({line, nullptr, nullptr, nullptr, 0});
     int64_t slot = -1;
     bool queue = true;
     if (line.size() <= kMaxTemplateBytes) {
@@ -181,6 +182,7 @@ const std::vector<TemplateScanner::Line>& TemplateScanner::scan(const Prefilter&
       s.count = count;
       patterns_.insert(patterns_.end(), miss_patterns_.begin() + first, miss_patterns_.begin() + first + count);
       starts_.insert(starts_.end(), miss_offsets_.begin() + first, miss_offsets_.begin() + first + count);
+      memos_.resize(patterns_.size());
     }
   }
   // 3. Each line's candidates (patterns_ no longer grows in this block: the pointers hold).
@@ -190,6 +192,7 @@ const std::vector<TemplateScanner::Line>& TemplateScanner::scan(const Prefilter&
       const Slot& s = slots_[static_cast<size_t>(r.slot)];
       lines_[i].patterns = patterns_.data() + s.first;
       lines_[i].starts = starts_.data() + s.first;
+      lines_[i].memos = memos_.data() + s.first;
       lines_[i].count = s.count;
     } else {
       auto [first, count] = miss_answer_[r.miss];

@@ -75,24 +75,37 @@ TEST_CASE("matcher: the prefilter never drops a line RE2 would match") {
     block += shifted;
   }
   TemplateScanner scanner;
-  size_t missed = 0, lines = 0, candidates = 0;
+  size_t missed = 0, lines = 0, candidates = 0, memo_reads = 0;
   std::vector<int> all_hits, pot_hits;
   for (const TemplateScanner::Line& line : scanner.scan(*with.prefilter(), block)) {
     LineAttributor attributor;
     std::string_view body = attributor.attribute(line.text).body;
     without.match(body, all_hits);
     size_t body_offset = static_cast<size_t>(body.data() - line.text.data());
-    with.match_potentials(body, line.patterns, line.starts, line.count, body_offset, pot_hits);
-    // The prefilter path must find exactly what the full set finds.
+    with.match_potentials(body, line.patterns, line.starts, line.memos, line.count, body_offset, pot_hits);
+    // The prefilter path must find exactly what the full set finds, and a memo of a template
+    // (filled by an earlier line with other digits) must give the captures RE2 gives.
     if (pot_hits != all_hits) {
       ++missed;
       UNSCOPED_INFO("differs: " << line.text);
+    }
+    for (int def : pot_hits) {
+      int group = with.group_of(static_cast<size_t>(def));
+      for (uint32_t k = 0; k < line.count; ++k) {
+        if (line.patterns[k] != group || !line.memos[k].describes(body_offset, body.size())) continue;
+        ++memo_reads;
+        if (with.extract(static_cast<size_t>(def), body, &line.memos[k]) != with.extract(static_cast<size_t>(def), body)) {
+          ++missed;
+          UNSCOPED_INFO("memo captures differ: " << line.text);
+        }
+      }
     }
     candidates += line.count > 0;
     ++lines;
   }
   INFO(candidates << " candidate lines of " << lines << "; " << scanner.stats().scanned << " templates scanned");
   CHECK(scanner.stats().scanned < lines / 2);  // the shifted copies came from the cache
+  CHECK(memo_reads > 500);
   CHECK(missed == 0);
 }
 

@@ -42,10 +42,16 @@ class LineFeed : public BlockSink {
   void prefer_prefilter() { bytes_seen_ = UINT64_MAX / 2; }
 
  private:
-  // `potentials` narrows the patterns to try (from the prefilter); null with `candidate` means all.
-  // `starts` (beside `potentials`): where in the line each can first match (TemplateScanner).
-  void process_line(std::string_view line, const int* potentials, const uint32_t* starts, size_t npot,
-                    bool candidate, bool partial, LineHints hints = {});
+  // The patterns a line may match, from the prefilter (TemplateScanner::Line), or all of them.
+  struct Potentials {
+    bool all;
+    const int* patterns;
+    const uint32_t* starts;
+    MatchMemo* memos;
+    size_t count;
+  };
+  static constexpr Potentials kAllPatterns{true, nullptr, nullptr, nullptr, 0};
+  void process_line(std::string_view line, const Potentials& potentials, bool partial, LineHints hints = {});
 
   const Matcher& matcher_;
   Correlator& corr_;

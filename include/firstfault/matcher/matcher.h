@@ -5,6 +5,7 @@
 // sees them, and names the few patterns a surviving line can match.
 #include <re2/set.h>
 
+#include <array>
 #include <atomic>
 #include <memory>
 #include <mutex>
@@ -21,6 +22,21 @@
 namespace firstfault {
 
 using Captures = std::vector<std::pair<std::string, std::string>>;
+
+// What one pattern did on the body of a line with a given digit template (TemplateScanner keeps
+// one per template and candidate). A pattern that cannot tell digits apart matches, and places
+// its groups, the same way on every body cut at the same offset from lines of that template, so
+// the next such line needs no RE2 run.
+struct MatchMemo {
+  static constexpr size_t kMaxGroups = 8;
+  int64_t body_offset = -1;  // the body this describes: offset in the line and length; -1 none
+  size_t body_length = 0;
+  bool matched = false;
+  std::array<std::pair<int32_t, int32_t>, kMaxGroups> groups{};  // capture i+1: start, length; start -1 unset
+  bool describes(size_t offset, size_t length) const {
+    return body_offset == static_cast<int64_t>(offset) && body_length == length;
+  }
+};
 
 class Matcher {
  public:
@@ -40,13 +56,18 @@ class Matcher {
   // The same, but only trying `potentials` (indices into line_patterns(), from the prefilter);
   // with `starts`, potential k cannot match before offset starts[k] of the raw line, whose
   // body begins at `body_offset`.
-  void match_potentials(std::string_view body, const int* potentials, const uint32_t* starts, size_t count,
-                        size_t body_offset, std::vector<int>& hits) const;
+  // `memos` (beside `potentials`, may be null) are read and updated for digit-blind patterns.
+  void match_potentials(std::string_view body, const int* potentials, const uint32_t* starts, MatchMemo* memos,
+                        size_t count, size_t body_offset, std::vector<int>& hits) const;
+  // The line group (index into line_patterns()) that pattern `def` is matched in, or -1.
+  int group_of(size_t def) const { return def < group_of_def_.size() ? group_of_def_[def] : -1; }
 
   // Named captures of pattern `def` on `body` (groups that did not take part are left out).
-  Captures extract(size_t def, std::string_view body) const;
+  // With `memo` (one that describes this body), the groups are read from it instead.
+  Captures extract(size_t def, std::string_view body, const MatchMemo* memo = nullptr) const;
   // One named capture of pattern `def` on `body` (a view into body), without allocating.
-  std::optional<std::string_view> capture(size_t def, std::string_view body, std::string_view name) const;
+  std::optional<std::string_view> capture(size_t def, std::string_view body, std::string_view name,
+                                          const MatchMemo* memo = nullptr) const;
 
   // The prefilter: embedded or cached ones are used for any input; compiling one (about a
   // second) only happens when `may_compile` (the caller saw a large input). Null when unavailable.
@@ -67,6 +88,10 @@ class Matcher {
   // prefilter's index i) is tried once and reports all of its patterns.
   std::vector<std::vector<size_t>> line_groups_;
   void report_group(size_t group, std::vector<int>& hits) const;
+  std::vector<int> group_of_def_;
+  std::vector<bool> digit_blind_;  // per group: its regex is its own digit_closed() form
+  // Submatch positions of pattern `def` on `body` from RE2 or from `memo`: false if no match.
+  bool groups(size_t def, std::string_view body, const MatchMemo* memo, std::vector<re2::StringPiece>& out) const;
   std::vector<size_t> tail_defs_;
   Status compile_set() const;  // the RE2 set, compiled once when first needed
   mutable std::once_flag set_once_;

@@ -11,6 +11,7 @@
 #include <string_view>
 #include <vector>
 
+#include "firstfault/matcher/matcher.h"
 #include "firstfault/matcher/prefilter.h"
 
 namespace firstfault {
@@ -29,6 +30,7 @@ class TemplateScanner {
     std::string_view text;
     const int* patterns;
     const uint32_t* starts;  // per pattern: no match can start before this offset in the line
+    MatchMemo* memos;        // per pattern: what it did on this template (null: not cached)
     uint32_t count;
   };
   const std::vector<Line>& scan(const Prefilter& prefilter, std::string_view block);
@@ -60,6 +62,7 @@ class TemplateScanner {
   std::string arena_;
   std::vector<int> patterns_;
   std::vector<uint32_t> starts_;  // beside patterns_
+  std::vector<MatchMemo> memos_;  // beside patterns_
 
   // Per block: each line's slot, or (uncached) its index among the templates scanned.
   struct LineRef {
