@@ -75,11 +75,19 @@ void LineFeed::on_block(std::string_view block) {
   for (const TemplateScanner::Line& line : templates_.scan(*pf, block)) {
     size_t start = static_cast<size_t>(line.text.data() - block.data());
     LineHints h = hints.at(start, start + line.text.size());
-    // The prefilter saw the raw bytes; RE2 sees the line without its escapes and NULs, where
-    // a colour code inside a message ("CUDA \x1b[1mout of memory") no longer splits it.
-    if (h.may_have_escapes)
-      process_line(line.text, kAllPatterns, false, h);
-    else
+    // RE2 sees the line without its escapes and NULs, where a colour code inside a message
+    // ("CUDA \x1b[1mout of memory") no longer splits it: the prefilter must see it so too.
+    if (h.may_have_escapes) {
+      std::string_view clean = strip_ansi(line.text, unescaped_);
+      h.may_have_escapes = false;
+      const auto& scanned = unescaped_templates_.scan(*pf, clean);  // no line when it was all escapes
+      if (scanned.empty()) {
+        process_line(clean, kAllPatterns, false, h);
+      } else {
+        const TemplateScanner::Line& c = scanned.front();
+        process_line(clean, {false, c.patterns, c.starts, c.memos, c.count}, false, h);
+      }
+    } else
       process_line(line.text, {false, line.patterns, line.starts, line.memos, line.count}, false, h);
   }
 }

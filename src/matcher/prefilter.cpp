@@ -450,6 +450,9 @@ class HyperscanPrefilter : public Prefilter {
       RE2::Options opt;
       opt.set_log_errors(false);
       opt.set_never_capture(true);
+      // Run once per new template: a small DFA budget keeps hundreds of them cheap in memory
+      // (past it RE2 falls back to slower engines, never a wrong answer).
+      opt.set_max_mem(256 << 10);
       auto re = std::make_unique<RE2>(relaxed_[static_cast<size_t>(pattern)], opt);
       if (re->ok()) l.re = std::move(re);
     });

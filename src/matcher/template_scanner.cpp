@@ -72,35 +72,46 @@ uint64_t digit_template(std::string_view line, char* out) {
 }
 
 int64_t TemplateScanner::find(uint64_t hash, std::string_view tmpl) const {
-  size_t mask = slots_.size() - 1;
-  for (size_t i = hash & mask;; i = (i + 1) & mask) {
-    const Slot& s = slots_[i];
-    if (!s.used) return -1;
-    if (s.hash == hash && s.length == tmpl.size() && std::memcmp(arena_.data() + s.offset, tmpl.data(), tmpl.size()) == 0)
-      return static_cast<int64_t>(i);
+  if (table_.empty()) return -1;
+  size_t mask = table_.size() - 1;
+  for (size_t i = hash & mask; table_[i] != 0; i = (i + 1) & mask) {
+    const Template& t = templates_[table_[i] - 1];
+    if (t.hash == hash && t.length == tmpl.size() && std::memcmp(arena_.data() + t.offset, tmpl.data(), tmpl.size()) == 0)
+      return static_cast<int64_t>(table_[i] - 1);
   }
+  return -1;
 }
 
 int64_t TemplateScanner::insert(uint64_t hash, std::string_view tmpl) {
-  if (used_ >= kMaxTemplates || arena_.size() + tmpl.size() > kMaxArenaBytes) return -1;
-  size_t mask = slots_.size() - 1;
+  if (templates_.size() >= kMaxTemplates || arena_.size() + tmpl.size() > kMaxArenaBytes) return -1;
+  if (2 * (templates_.size() + 1) > table_.size()) grow();
+  size_t mask = table_.size() - 1;
   size_t i = hash & mask;
-  while (slots_[i].used) i = (i + 1) & mask;  // never full: at most half the slots are used
-  Slot& s = slots_[i];
-  s.used = true;
-  s.hash = hash;
-  s.offset = static_cast<uint32_t>(arena_.size());
-  s.length = static_cast<uint32_t>(tmpl.size());
-  s.first = kPending;
-  s.count = 0;
+  while (table_[i] != 0) i = (i + 1) & mask;
+  Template t;
+  t.hash = hash;
+  t.offset = static_cast<uint32_t>(arena_.size());
+  t.length = static_cast<uint32_t>(tmpl.size());
+  t.first = kPending;
+  templates_.push_back(t);
+  table_[i] = static_cast<uint32_t>(templates_.size());
   arena_.append(tmpl);
-  ++used_;
-  return static_cast<int64_t>(i);
+  return static_cast<int64_t>(templates_.size() - 1);
+}
+
+void TemplateScanner::grow() {
+  table_.assign(std::max<size_t>(64, 2 * table_.size()), 0);
+  size_t mask = table_.size() - 1;
+  for (size_t k = 0; k < templates_.size(); ++k) {
+    size_t i = templates_[k].hash & mask;
+    while (table_[i] != 0) i = (i + 1) & mask;
+    table_[i] = static_cast<uint32_t>(k + 1);
+  }
 }
 
 void TemplateScanner::reset() {
-  for (Slot& s : slots_) s.used = false;
-  used_ = 0;
+  templates_.clear();
+  std::fill(table_.begin(), table_.end(), 0);
   arena_.clear();
   patterns_.clear();
   starts_.clear();
@@ -108,9 +119,25 @@ void TemplateScanner::reset() {
   ++stats_.resets;
 }
 
+void TemplateScanner::locate(const Prefilter& prefilter, Template& t) {
+  if (t.located || t.first == kPending) return;
+  t.located = true;
+  std::string_view tmpl(arena_.data() + t.offset, t.length);
+  uint32_t kept = 0;
+  for (uint32_t k = 0; k < t.count; ++k) {
+    int pattern = patterns_[t.first + k];
+    if (std::optional<size_t> at = prefilter.leftmost(pattern, tmpl)) {
+      patterns_[t.first + kept] = pattern;
+      starts_[t.first + kept] = static_cast<uint32_t>(*at);
+      ++kept;
+    }
+  }
+  t.count = kept;
+}
+
 const std::vector<TemplateScanner::Line>& TemplateScanner::scan(const Prefilter& prefilter, std::string_view block) {
   // Limits are checked between blocks, so no line of this block points at a dropped slot.
-  if (arena_.size() >= kMaxArenaBytes / 2 || used_ >= kMaxTemplates / 2) reset();
+  if (arena_.size() >= kMaxArenaBytes / 2 || templates_.size() >= kMaxTemplates / 2) reset();
   lines_.clear();
   refs_.clear();
   misses_text_.clear();
@@ -131,6 +158,7 @@ const std::vector<TemplateScanner::Line>& TemplateScanner::scan(const Prefilter&
       uint64_t h = digit_template(line, tmpl_);
       slot = find(h, tmpl);
       queue = slot < 0;
+      if (!queue) locate(prefilter, templates_[static_cast<size_t>(slot)]);
       if (queue) {
         slot = insert(h, tmpl);
         miss_starts_.push_back(misses_text_.size());
@@ -150,8 +178,9 @@ const std::vector<TemplateScanner::Line>& TemplateScanner::scan(const Prefilter&
   }
   stats_.lines += lines_.size();
   stats_.scanned += miss_starts_.size();
-  // 2. One prefilter scan over the new templates; each candidate is then located exactly on
-  //    its template, and the answers go into the cache.
+  // 2. One prefilter scan over the new templates; the answers go into the cache. A template
+  //    seen again is located first (locate()): most lines of a small log are seen once, and
+  //    checking their candidates with RE2 twice would cost more than it saves.
   miss_answer_.assign(miss_starts_.size(), {0, 0});
   miss_patterns_.clear();
   miss_offsets_.clear();
@@ -163,20 +192,14 @@ const std::vector<TemplateScanner::Line>& TemplateScanner::scan(const Prefilter&
       while (m < miss_starts_.size() && miss_starts_[m] < c.line_start) ++m;
       if (m >= miss_starts_.size() || miss_starts_[m] != c.line_start) continue;
       size_t end = m + 1 < miss_starts_.size() ? miss_starts_[m + 1] - 1 : misses_text_.size() - 1;
-      std::string_view tmpl(misses_text_.data() + c.line_start, end - c.line_start);
-      miss_answer_[m].first = static_cast<uint32_t>(miss_patterns_.size());
-      for (uint32_t k = 0; k < c.count; ++k) {
-        int pattern = miss_candidates_.patterns[c.first + k];
-        if (std::optional<size_t> at = prefilter.leftmost(pattern, tmpl)) {
-          miss_patterns_.push_back(pattern);
-          miss_offsets_.push_back(static_cast<uint32_t>(*at));
-        }
-      }
-      miss_answer_[m].second = static_cast<uint32_t>(miss_patterns_.size()) - miss_answer_[m].first;
+      miss_answer_[m] = {static_cast<uint32_t>(miss_patterns_.size()), c.count};
+      miss_patterns_.insert(miss_patterns_.end(), miss_candidates_.patterns.begin() + c.first,
+                            miss_candidates_.patterns.begin() + c.first + c.count);
+      miss_offsets_.resize(miss_patterns_.size(), 0);
     }
     for (size_t k = 0; k < miss_slots_.size(); ++k) {
       if (miss_slots_[k] < 0) continue;
-      Slot& s = slots_[static_cast<size_t>(miss_slots_[k])];
+      Template& s = templates_[static_cast<size_t>(miss_slots_[k])];
       auto [first, count] = miss_answer_[k];
       s.first = static_cast<uint32_t>(patterns_.size());
       s.count = count;
@@ -189,7 +212,7 @@ const std::vector<TemplateScanner::Line>& TemplateScanner::scan(const Prefilter&
   for (size_t i = 0; i < lines_.size(); ++i) {
     const LineRef& r = refs_[i];
     if (r.slot >= 0) {
-      const Slot& s = slots_[static_cast<size_t>(r.slot)];
+      const Template& s = templates_[static_cast<size_t>(r.slot)];
       lines_[i].patterns = patterns_.data() + s.first;
       lines_[i].starts = starts_.data() + s.first;
       lines_[i].memos = memos_.data() + s.first;
@@ -197,7 +220,7 @@ const std::vector<TemplateScanner::Line>& TemplateScanner::scan(const Prefilter&
     } else {
       auto [first, count] = miss_answer_[r.miss];
       lines_[i].patterns = miss_patterns_.data() + first;
-      lines_[i].starts = miss_offsets_.data() + first;
+      lines_[i].starts = miss_offsets_.data() + first;  // zeros: not located
       lines_[i].count = count;
     }
   }

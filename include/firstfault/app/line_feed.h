@@ -63,6 +63,8 @@ class LineFeed : public BlockSink {
   std::string scratch_;
   std::vector<int> hits_;
   TemplateScanner templates_;  // the prefilter's answers per digit template of a line
+  TemplateScanner unescaped_templates_;  // the same, one line at a time, for lines with escapes
+  std::string unescaped_;
   int pdsh_def_ = -1;
   int fatal_def_ = -1;  // error_fatal_line: also reported for a line whose header says F (fatal)
   uint64_t bytes_seen_ = 0;

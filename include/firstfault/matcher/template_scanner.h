@@ -3,9 +3,9 @@
 // line only in their digits (step, loss, time, rank), and the prefilter is built from
 // digit-blind patterns (digit_closed()), so its answer for a line holds for every line with the
 // same digit template. A block's lines are looked up by template; only templates not seen
-// before are scanned, in one Hyperscan call, and each of their candidates is checked once with
-// the relaxed pattern in RE2 on the template: that drops the prefilter's false alarms and gives
-// the first offset where a match can start. RE2 still confirms every candidate on the real line.
+// before are scanned, in one Hyperscan call. When a template comes again, each of its candidates
+// is checked once with the relaxed pattern in RE2 on the template: that drops the prefilter's
+// false alarms and gives the first offset where a match can start. RE2 still confirms every candidate on the real line.
 #include <cstdint>
 #include <string>
 #include <string_view>
@@ -46,25 +46,31 @@ class TemplateScanner {
   static constexpr size_t kMaxTemplates = 1u << 15;
   static constexpr uint32_t kPending = UINT32_MAX;       // scanned in this block, answer not in yet
 
-  struct Slot {
+  struct Template {
     uint64_t hash = 0;
-    uint32_t offset = 0, length = 0;  // the template in arena_
+    uint32_t offset = 0, length = 0;  // its bytes in arena_
     uint32_t first = 0, count = 0;    // its patterns in patterns_; first == kPending until scanned
-    bool used = false;
+    bool located = false;             // its patterns were checked with RE2 on it (locate())
   };
-  // The slot holding template `tmpl`, or -1.
+  // Keeps only the candidates whose relaxed pattern matches the template in RE2, with the offset
+  // where each can first match; done when a template is seen a second time.
+  void locate(const Prefilter& prefilter, Template& t);
+  // The template's index in templates_, or -1.
   int64_t find(uint64_t hash, std::string_view tmpl) const;
   int64_t insert(uint64_t hash, std::string_view tmpl);
   void reset();
 
-  std::vector<Slot> slots_ = std::vector<Slot>(2 * kMaxTemplates);
-  size_t used_ = 0;
+  std::vector<Template> templates_;  // indices stay valid until reset()
+  // Open addressing over templates_ (index + 1; 0 empty), at most half full; starts small (a job
+  // of many small files has one scanner per file) and doubles as templates come.
+  std::vector<uint32_t> table_;
+  void grow();
   std::string arena_;
   std::vector<int> patterns_;
   std::vector<uint32_t> starts_;  // beside patterns_
   std::vector<MatchMemo> memos_;  // beside patterns_
 
-  // Per block: each line's slot, or (uncached) its index among the templates scanned.
+  // Per block: each line's template, or (uncached) its index among the templates scanned.
   struct LineRef {
     int64_t slot;
     uint32_t miss;
