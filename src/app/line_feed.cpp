@@ -62,8 +62,8 @@ void LineFeed::on_block(std::string_view block) {
   // an input proves large; until then lines go to the RE2 set.
   bytes_seen_ += block.size();
   const Prefilter* pf = matcher_.prefilter(bytes_seen_ > kPrefilterAfterBytes);
-  BlockHints hints(block);
   if (!pf) {
+    BlockHints hints(block);
     size_t offset = 0;
     for_each_line(block, [&](std::string_view line) {
       process_line(line, kAllPatterns, false, hints.at(offset, offset + line.size()));
@@ -73,8 +73,9 @@ void LineFeed::on_block(std::string_view block) {
   }
   // Lines the prefilter rules out are still attributed (per-rank timeline) but not matched.
   for (const TemplateScanner::Line& line : templates_.scan(*pf, block)) {
-    size_t start = static_cast<size_t>(line.text.data() - block.data());
-    LineHints h = hints.at(start, start + line.text.size());
+    LineHints h;  // found by the scanner in the pass that made the line's template
+    h.may_have_escapes = line.bytes.escape_or_nul;
+    h.may_have_cr = line.bytes.cr;
     // RE2 sees the line without its escapes and NULs, where a colour code inside a message
     // ("CUDA \x1b[1mout of memory") no longer splits it: the prefilter must see it so too.
     if (h.may_have_escapes) {

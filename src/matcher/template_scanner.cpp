@@ -3,6 +3,10 @@
 #include <cstring>
 #include <optional>
 
+#if defined(__SSE2__)
+#include <emmintrin.h>
+#endif
+
 namespace firstfault {
 
 namespace {
@@ -45,31 +49,74 @@ void append_digit_template(std::string_view line, std::string& out) {
   for (; i < line.size(); ++i) dst[i] = line[i] >= '0' && line[i] <= '9' ? '0' : line[i];
 }
 
-uint64_t digit_template(std::string_view line, char* out) {
-  // Four independent lanes, so the multiplies overlap instead of forming one chain.
-  uint64_t h0 = 0x243f6a8885a308d3ull ^ line.size(), h1 = 0x13198a2e03707344ull, h2 = 0xa4093822299f31d0ull,
-           h3 = 0x082efa98ec4e6c89ull;
+#if defined(__SSE2__)
+uint64_t digit_template(std::string_view line, char* out, LineBytes* seen) {
+  // 16 bytes at a time: digits become '0' (a byte minus '0' is at most 9, unsigned), the
+  // result is stored and folded into two 64-bit lanes (multiply-accumulate, the chunk's
+  // position mixed in so that equal chunks in other places differ), and ESC, NUL and CR are
+  // noted on the way, so the line is read once for all of it.
+  const __m128i zero_char = _mm_set1_epi8('0'), nine = _mm_set1_epi8(9);
+  const __m128i esc = _mm_set1_epi8('\x1b'), nul = _mm_setzero_si128(), cr = _mm_set1_epi8('\r');
+  __m128i acc = _mm_set_epi64x(static_cast<long long>(line.size()), 0x243f6a8885a308d3ll);
+  __m128i key = _mm_set_epi64x(0x13198a2e03707344ll, static_cast<long long>(0xa4093822299f31d0ull));
+  const __m128i step = _mm_set_epi64x(static_cast<long long>(0x9e3779b97f4a7c15ull), 0x3c6ef372fe94f82bll);
+  __m128i specials = _mm_setzero_si128(), returns = _mm_setzero_si128();
+  auto chunk = [&](__m128i v, char* dst, size_t n) {
+    __m128i d = _mm_sub_epi8(v, zero_char);
+    __m128i is_digit = _mm_cmpeq_epi8(_mm_max_epu8(d, nine), nine);
+    __m128i m = _mm_or_si128(_mm_andnot_si128(is_digit, v), _mm_and_si128(is_digit, zero_char));
+    specials = _mm_or_si128(specials, _mm_or_si128(_mm_cmpeq_epi8(v, esc), _mm_cmpeq_epi8(v, nul)));
+    returns = _mm_or_si128(returns, _mm_cmpeq_epi8(v, cr));
+    if (n == 16) _mm_storeu_si128(reinterpret_cast<__m128i*>(dst), m);
+    else {
+      alignas(16) char tmp[16];
+      _mm_store_si128(reinterpret_cast<__m128i*>(tmp), m);
+      std::memcpy(dst, tmp, n);
+    }
+    __m128i k = _mm_xor_si128(m, key);
+    key = _mm_add_epi64(key, step);
+    acc = _mm_add_epi64(acc, _mm_mul_epu32(k, _mm_shuffle_epi32(k, _MM_SHUFFLE(2, 3, 0, 1))));
+    acc = _mm_add_epi64(acc, _mm_shuffle_epi32(m, _MM_SHUFFLE(1, 0, 3, 2)));
+  };
   const char* p = line.data();
   size_t n = line.size(), i = 0;
-  auto step = [&](uint64_t& h, size_t at) {
-    uint64_t w = mask_digits(load(p + at, 8));
-    std::memcpy(out + at, &w, 8);
-    h = mix(h, w);
-  };
-  for (; i + 32 <= n; i += 32) {
-    step(h0, i);
-    step(h1, i + 8);
-    step(h2, i + 16);
-    step(h3, i + 24);
-  }
-  for (; i + 8 <= n; i += 8) step(h0, i);
+  for (; i + 16 <= n; i += 16) chunk(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p + i)), out + i, 16);
   if (i < n) {
-    uint64_t w = mask_digits(load(p + i, n - i));
-    std::memcpy(out + i, &w, n - i);
-    h1 = mix(h1, w);
+    // The tail, padded with 0xff (not a digit, ESC, NUL or CR) so the padding marks nothing.
+    alignas(16) char tmp[16];
+    std::memset(tmp, 0xff, sizeof tmp);
+    std::memcpy(tmp, p + i, n - i);
+    chunk(_mm_load_si128(reinterpret_cast<const __m128i*>(tmp)), out + i, n - i);
   }
-  return mix(mix(h0, h1), h2 ^ (h3 << 1));
+  if (seen) {
+    seen->escape_or_nul = _mm_movemask_epi8(specials) != 0;
+    seen->cr = _mm_movemask_epi8(returns) != 0;
+  }
+  alignas(16) uint64_t lanes[2];
+  _mm_store_si128(reinterpret_cast<__m128i*>(lanes), acc);
+  return mix(mix(lanes[0], lanes[1]), n);
 }
+#else
+uint64_t digit_template(std::string_view line, char* out, LineBytes* seen) {
+  uint64_t h = mix(0x243f6a8885a308d3ull, line.size());
+  size_t i = 0;
+  for (; i + 8 <= line.size(); i += 8) {
+    uint64_t w = mask_digits(load(line.data() + i, 8));
+    std::memcpy(out + i, &w, 8);
+    h = mix(h, w);
+  }
+  if (i < line.size()) {
+    uint64_t w = mask_digits(load(line.data() + i, line.size() - i));
+    std::memcpy(out + i, &w, line.size() - i);
+    h = mix(h, w);
+  }
+  if (seen) {
+    seen->escape_or_nul = line.find('\x1b') != std::string_view::npos || line.find('\0') != std::string_view::npos;
+    seen->cr = line.find('\r') != std::string_view::npos;
+  }
+  return h;
+}
+#endif
 
 int64_t TemplateScanner::find(uint64_t hash, std::string_view tmpl) const {
   if (table_.empty()) return -1;
@@ -150,12 +197,13 @@ const std::vector<TemplateScanner::Line>& TemplateScanner::scan(const Prefilter&
     const void* nl = std::memchr(base + start, '\n', block.size() - start);
     size_t end = nl ? static_cast<size_t>(static_cast<const char*>(nl) - base) : block.size();
     std::string_view line(base + start, end - start);
-    lines_.push_back({line, nullptr, nullptr, nullptr, 0});
+    lines_.push_back({line, nullptr, nullptr, nullptr, 0, {}});
+    LineBytes& seen = lines_.back().bytes;
     int64_t slot = -1;
     bool queue = true;
     if (line.size() <= kMaxTemplateBytes) {
       std::string_view tmpl(tmpl_, line.size());
-      uint64_t h = digit_template(line, tmpl_);
+      uint64_t h = digit_template(line, tmpl_, &seen);
       slot = find(h, tmpl);
       queue = slot < 0;
       if (!queue) locate(prefilter, templates_[static_cast<size_t>(slot)]);
@@ -167,6 +215,8 @@ const std::vector<TemplateScanner::Line>& TemplateScanner::scan(const Prefilter&
     } else {
       miss_starts_.push_back(misses_text_.size());
       append_digit_template(line, misses_text_);
+      seen.escape_or_nul = std::memchr(line.data(), '\x1b', line.size()) || std::memchr(line.data(), 0, line.size());
+      seen.cr = std::memchr(line.data(), '\r', line.size()) != nullptr;
     }
     if (queue) {
       miss_slots_.push_back(slot);
