@@ -179,10 +179,54 @@ void TemplateScanner::locate(const Prefilter& prefilter, Template& t) {
       ++kept;
     }
   }
+  // Memos follow their pattern: the kept ones moved down, so none of the old ones applies.
+  for (uint32_t k = 0; k < t.count; ++k) memos_[t.first + k] = MatchMemo{};
   t.count = kept;
 }
 
+const std::vector<TemplateScanner::Line>& TemplateScanner::scan_directly(const Prefilter& prefilter,
+                                                                        std::string_view block) {
+  // The raw block through the digit-blind database (a superset for raw lines too), as before
+  // there was a cache; ESC, NUL and CR found with one memchr cursor each over the block.
+  lines_.clear();
+  miss_candidates_.clear();
+  prefilter.scan(block, miss_candidates_);
+  ++stats_.bypassed_blocks;
+  const char* base = block.data();
+  auto next_of = [&](char c, size_t from) {
+    const void* p = from < block.size() ? std::memchr(base + from, c, block.size() - from) : nullptr;
+    return p ? static_cast<size_t>(static_cast<const char*>(p) - base) : block.size();
+  };
+  size_t esc = next_of('\x1b', 0), nul = next_of('\0', 0), cr = next_of('\r', 0);
+  size_t start = 0, cand = 0;
+  const auto& cands = miss_candidates_.lines;
+  while (start < block.size()) {
+    const void* nl = std::memchr(base + start, '\n', block.size() - start);
+    size_t end = nl ? static_cast<size_t>(static_cast<const char*>(nl) - base) : block.size();
+    if (esc < start) esc = next_of('\x1b', start);
+    if (nul < start) nul = next_of('\0', start);
+    if (cr < start) cr = next_of('\r', start);
+    Line line{std::string_view(base + start, end - start), nullptr, nullptr, nullptr, 0, {}};
+    line.bytes.escape_or_nul = esc < end || nul < end;
+    line.bytes.cr = cr < end;
+    while (cand < cands.size() && cands[cand].line_start < start) ++cand;
+    if (cand < cands.size() && cands[cand].line_start == start) {
+      line.patterns = miss_candidates_.patterns.data() + cands[cand].first;
+      line.count = cands[cand].count;
+    }
+    lines_.push_back(line);
+    ++stats_.lines;
+    if (!nl) break;
+    start = end + 1;
+  }
+  return lines_;
+}
+
 const std::vector<TemplateScanner::Line>& TemplateScanner::scan(const Prefilter& prefilter, std::string_view block) {
+  if (bypass_ > 0) {
+    --bypass_;
+    return scan_directly(prefilter, block);
+  }
   // Limits are checked between blocks, so no line of this block points at a dropped slot.
   if (arena_.size() >= kMaxArenaBytes / 2 || templates_.size() >= kMaxTemplates / 2) reset();
   lines_.clear();
@@ -228,6 +272,7 @@ const std::vector<TemplateScanner::Line>& TemplateScanner::scan(const Prefilter&
   }
   stats_.lines += lines_.size();
   stats_.scanned += miss_starts_.size();
+  if (lines_.size() >= 256 && 2 * miss_starts_.size() > lines_.size()) bypass_ = kBypassBlocks;
   // 2. One prefilter scan over the new templates; the answers go into the cache. A template
   //    seen again is located first (locate()): most lines of a small log are seen once, and
   //    checking their candidates with RE2 twice would cost more than it saves.

@@ -74,38 +74,54 @@ TEST_CASE("matcher: the prefilter never drops a line RE2 would match") {
     for_each_line(block, [&](std::string_view line) { shifted += shift_digits(line, shift) + "\n"; });
     block += shifted;
   }
-  TemplateScanner scanner;
   size_t missed = 0, lines = 0, candidates = 0, memo_reads = 0;
   std::vector<int> all_hits, pot_hits;
-  for (const TemplateScanner::Line& line : scanner.scan(*with.prefilter(), block)) {
-    LineAttributor attributor;
-    std::string_view body = attributor.attribute(line.text).body;
-    without.match(body, all_hits);
-    size_t body_offset = static_cast<size_t>(body.data() - line.text.data());
-    with.match_potentials(body, line.patterns, line.starts, line.memos, line.count, body_offset, pot_hits);
-    // The prefilter path must find exactly what the full set finds, and a memo of a template
-    // (filled by an earlier line with other digits) must give the captures RE2 gives.
-    if (pot_hits != all_hits) {
-      ++missed;
-      UNSCOPED_INFO("differs: " << line.text);
-    }
-    for (int def : pot_hits) {
-      int group = with.group_of(static_cast<size_t>(def));
-      for (uint32_t k = 0; k < line.count; ++k) {
-        if (line.patterns[k] != group || !line.memos[k].describes(body_offset, body.size())) continue;
-        ++memo_reads;
-        if (with.extract(static_cast<size_t>(def), body, &line.memos[k]) != with.extract(static_cast<size_t>(def), body)) {
-          ++missed;
-          UNSCOPED_INFO("memo captures differ: " << line.text);
+  auto check = [&](const std::vector<TemplateScanner::Line>& scanned) {
+    for (const TemplateScanner::Line& line : scanned) {
+      LineAttributor attributor;
+      std::string_view body = attributor.attribute(line.text).body;
+      without.match(body, all_hits);
+      size_t body_offset = static_cast<size_t>(body.data() - line.text.data());
+      with.match_potentials(body, line.patterns, line.starts, line.memos, line.count, body_offset, pot_hits);
+      // The prefilter path must find exactly what the full set finds, and a memo of a template
+      // (filled by an earlier line with other digits) must give the captures RE2 gives.
+      if (pot_hits != all_hits) {
+        ++missed;
+        UNSCOPED_INFO("differs: " << line.text);
+      }
+      for (int def : pot_hits) {
+        int group = with.group_of(static_cast<size_t>(def));
+        for (uint32_t k = 0; line.memos && k < line.count; ++k) {
+          if (line.patterns[k] != group || !line.memos[k].describes(body_offset, body.size())) continue;
+          ++memo_reads;
+          if (with.extract(static_cast<size_t>(def), body, &line.memos[k]) != with.extract(static_cast<size_t>(def), body)) {
+            ++missed;
+            UNSCOPED_INFO("memo captures differ: " << line.text);
+          }
         }
       }
+      candidates += line.count > 0;
+      ++lines;
     }
-    candidates += line.count > 0;
-    ++lines;
-  }
+  };
+  TemplateScanner scanner;
+  check(scanner.scan(*with.prefilter(), block));
   INFO(candidates << " candidate lines of " << lines << "; " << scanner.stats().scanned << " templates scanned");
   CHECK(scanner.stats().scanned < lines / 2);  // the shifted copies came from the cache
   CHECK(memo_reads > 500);
+  CHECK(missed == 0);
+  // The same block again: now every template is located (its candidates checked and moved)
+  // after its memos were filled; the answers must not change.
+  check(scanner.scan(*with.prefilter(), block));
+  CHECK(missed == 0);
+  // A block of mostly new templates is not cached; the next blocks are scanned directly.
+  std::string unique;
+  for (const auto& p : lib.patterns)
+    for (const auto& s : p.positive) unique += s + "\n";
+  TemplateScanner bypassing;
+  check(bypassing.scan(*with.prefilter(), unique));
+  check(bypassing.scan(*with.prefilter(), unique));
+  CHECK(bypassing.stats().bypassed_blocks == 1);
   CHECK(missed == 0);
 }
 

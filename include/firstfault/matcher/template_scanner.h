@@ -43,14 +43,19 @@ class TemplateScanner {
   const std::vector<Line>& scan(const Prefilter& prefilter, std::string_view block);
 
   struct Stats {
-    uint64_t lines = 0, scanned = 0, resets = 0;
+    uint64_t lines = 0, scanned = 0, resets = 0, bypassed_blocks = 0;
   };
   const Stats& stats() const { return stats_; }
 
  private:
   static constexpr size_t kMaxTemplateBytes = 2048;      // longer lines are scanned each time
-  static constexpr size_t kMaxArenaBytes = 4u << 20;     // template bytes kept
-  static constexpr size_t kMaxTemplates = 1u << 15;
+  static constexpr size_t kMaxArenaBytes = 2u << 20;     // template bytes kept
+  static constexpr size_t kMaxTemplates = 1u << 14;
+  // A block where most lines are new templates (a log of unique lines) is not worth caching: the
+  // next kBypassBlocks blocks are scanned directly, then caching is tried again.
+  static constexpr int kBypassBlocks = 8;
+  int bypass_ = 0;
+  const std::vector<Line>& scan_directly(const Prefilter& prefilter, std::string_view block);
   static constexpr uint32_t kPending = UINT32_MAX;       // scanned in this block, answer not in yet
 
   struct Template {
