@@ -267,6 +267,11 @@ const std::vector<TemplateScanner::Line>& TemplateScanner::scan(const Prefilter&
       misses_text_ += '\n';
     }
     refs_.push_back({slot, queue ? static_cast<uint32_t>(miss_starts_.size() - 1) : UINT32_MAX});
+    if (misses_text_.size() > kMaxMissBytes) {  // mostly new lines: not worth caching, nor the memory
+      reset();
+      bypass_ = kBypassBlocks;
+      return scan_directly(prefilter, block);
+    }
     if (!nl) break;
     start = end + 1;
   }

@@ -123,6 +123,17 @@ TEST_CASE("matcher: the prefilter never drops a line RE2 would match") {
   check(bypassing.scan(*with.prefilter(), unique));
   CHECK(bypassing.stats().bypassed_blocks == 1);
   CHECK(missed == 0);
+  // More than a megabyte of new templates in one block: given up half-way, scanned directly.
+  std::string many = unique;
+  for (int i = 0; many.size() < (3u << 19); ++i) {
+    std::string word;
+    for (int v = i; v > 0 || word.empty(); v /= 26) word += static_cast<char>('a' + v % 26);
+    many += "[rank1]: worker " + word + " loaded shard " + word + "\n";
+  }
+  TemplateScanner overflowing;
+  check(overflowing.scan(*with.prefilter(), many));
+  CHECK(overflowing.stats().bypassed_blocks == 1);
+  CHECK(missed == 0);
 }
 
 TEST_CASE("matcher: digit_closed() patterns cannot tell digits apart and keep every match") {

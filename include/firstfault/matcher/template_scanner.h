@@ -54,6 +54,7 @@ class TemplateScanner {
   // A block where most lines are new templates (a log of unique lines) is not worth caching: the
   // next kBypassBlocks blocks are scanned directly, then caching is tried again.
   static constexpr int kBypassBlocks = 8;
+  static constexpr size_t kMaxMissBytes = 1u << 20;  // new templates queued in one block, at most
   int bypass_ = 0;
   const std::vector<Line>& scan_directly(const Prefilter& prefilter, std::string_view block);
   static constexpr uint32_t kPending = UINT32_MAX;       // scanned in this block, answer not in yet
