@@ -72,6 +72,7 @@ void LineFeed::on_block(std::string_view block) {
     return;
   }
   // Lines the prefilter rules out are still attributed (per-rank timeline) but not matched.
+  block_ = block;
   for (const TemplateScanner::Line& line : templates_.scan(*pf, block)) {
     LineHints h;  // found by the scanner in the pass that made the line's template
     h.may_have_escapes = line.bytes.escape_or_nul;
@@ -91,6 +92,8 @@ void LineFeed::on_block(std::string_view block) {
     } else
       process_line(line.text, {false, line.patterns, line.starts, line.memos, line.count}, false, h);
   }
+  corr_.settle_tails();  // the reader reuses the block's buffer next
+  block_ = {};
 }
 
 void LineFeed::on_long_line(std::string_view head, uint64_t) {
@@ -113,7 +116,10 @@ void LineFeed::process_line(std::string_view line, const Potentials& pot, bool p
   }
   for_each_segment(line, scratch_, [&](std::string_view seg) {
     Attribution a = attr_.attribute(seg);
-    corr_.observe_line(a, seg, input_, line_no);
+    // A segment inside the block outlives this call (until on_block() settles the tails);
+    // one in a scratch buffer (escapes stripped) or a partial line does not.
+    bool in_block = seg.data() >= block_.data() && seg.data() + seg.size() <= block_.data() + block_.size();
+    corr_.observe_line(a, seg, input_, line_no, in_block && !block_.empty());
     if (observer_) observer_->on_line(a, seg, input_, line_no);
     if (!candidate && !a.fatal) return;
     bool inside = false;

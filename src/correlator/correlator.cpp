@@ -133,7 +133,8 @@ Correlator::RankState* Correlator::rank_state(int rank) {
   return rs;
 }
 
-void Correlator::observe_line(const Attribution& a, std::string_view line, uint32_t input, uint64_t line_no) {
+void Correlator::observe_line(const Attribution& a, std::string_view line, uint32_t input, uint64_t line_no,
+                              bool view_lasts) {
   ++order_;
   if (a.time.kind == Timestamp::kFull && ref_year_ == 0) ref_year_ = year_of(a.time);
   // A launcher's line about a rank names it for events, but is not that rank's own output.
@@ -146,21 +147,43 @@ void Correlator::observe_line(const Attribution& a, std::string_view line, uint3
   // Keep the last few lines (bounded, reusing their buffers): the last line of the rank and
   // where its last progress counter is read at the end.
   size_t cap = ranks_.size() > 1024 ? 4 : kTailLines;
+  TailLine* t;
   if (rs->tail.size() < cap) {
     rs->tail.emplace_back();
     rs->tail.back().text.reserve(kTailLineBytes);
     rs->tail_next = rs->tail.size() % cap;
-    TailLine& t = rs->tail.back();
-    t.text.assign(line.substr(0, std::min(line.size(), kTailLineBytes)));
-    t.input = input;
-    t.line_no = line_no;
-    return;
+    t = &rs->tail.back();
+  } else {
+    t = &rs->tail[rs->tail_next];
+    rs->tail_next = (rs->tail_next + 1) % rs->tail.size();
   }
-  TailLine& t = rs->tail[rs->tail_next];
-  t.text.assign(line.substr(0, std::min(line.size(), kTailLineBytes)));
-  t.input = input;
-  t.line_no = line_no;
-  rs->tail_next = (rs->tail_next + 1) % rs->tail.size();
+  std::string_view kept = line.substr(0, std::min(line.size(), kTailLineBytes));
+  // Most lines are pushed out of the tail by later lines of the same block: while the block is
+  // in memory only a view is kept, copied by settle_tails() at the block's end.
+  if (view_lasts) {
+    t->pending = kept;
+    if (!rs->unsettled) {
+      rs->unsettled = true;
+      unsettled_.push_back(rs);
+    }
+  } else {
+    t->text.assign(kept);
+    t->pending = {};
+  }
+  t->input = input;
+  t->line_no = line_no;
+}
+
+void Correlator::settle_tails() {
+  for (RankState* rs : unsettled_) {
+    for (TailLine& t : rs->tail) {
+      if (t.pending.data() == nullptr) continue;
+      t.text.assign(t.pending);
+      t.pending = {};
+    }
+    rs->unsettled = false;
+  }
+  unsettled_.clear();
 }
 
 void Correlator::add_event(Event ev) {

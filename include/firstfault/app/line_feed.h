@@ -65,6 +65,7 @@ class LineFeed : public BlockSink {
   TemplateScanner templates_;  // the prefilter's answers per digit template of a line
   TemplateScanner unescaped_templates_;  // the same, one line at a time, for lines with escapes
   std::string unescaped_;
+  std::string_view block_;  // the block being fed (its lines' tails are kept as views until its end)
   int pdsh_def_ = -1;
   int fatal_def_ = -1;  // error_fatal_line: also reported for a line whose header says F (fatal)
   uint64_t bytes_seen_ = 0;

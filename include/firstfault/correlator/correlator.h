@@ -47,8 +47,12 @@ class Correlator {
   // (Matcher::tail_patterns()).
   explicit Correlator(const Library& lib, std::vector<size_t> tail_patterns = {});
 
-  // Called for every line (after attribution) to keep the per-rank timeline.
-  void observe_line(const Attribution& a, std::string_view line, uint32_t input, uint64_t line_no);
+  // Called for every line (after attribution) to keep the per-rank timeline. With `view_lasts`
+  // the line's bytes stay valid until settle_tails(), so only a view is kept until then.
+  void observe_line(const Attribution& a, std::string_view line, uint32_t input, uint64_t line_no,
+                    bool view_lasts = false);
+  // Copies the lines kept as views; call before their buffer is reused (LineFeed: block end).
+  void settle_tails();
   void add_event(Event ev);
   // Whether another event of `def` would be stored; when not, count_event() keeps the count
   // exact without building the event.
@@ -78,11 +82,13 @@ class Correlator {
   static constexpr size_t kTailLineBytes = 256;
   struct TailLine {
     std::string text;
+    std::string_view pending;  // set: the line, not yet copied into text (settle_tails())
     uint32_t input = 0;
     uint64_t line_no = 0;
   };
   struct RankState {
     std::string host;
+    bool unsettled = false;  // holds pending tail lines (listed in unsettled_)
     uint64_t lines = 0;
     Timestamp last_time;
     std::vector<TailLine> tail;  // ring buffer of up to kTailLines
@@ -113,6 +119,7 @@ class Correlator {
   std::vector<bool> def_has_step_;  // pattern captures `step` (progress must stay current)
   std::map<int, RankState> ranks_;
   std::vector<RankState*> rank_index_;  // O(1) lookup on the hot path (map nodes are stable)
+  std::vector<RankState*> unsettled_;   // ranks with tail lines kept as views
   std::vector<size_t> tail_defs_;
   void apply_tail_progress();
   std::vector<InputSummary> inputs_;
