@@ -3,9 +3,12 @@
 // line only in their digits (step, loss, time, rank), and the prefilter is built from
 // digit-blind patterns (digit_closed()), so its answer for a line holds for every line with the
 // same digit template. A block's lines are looked up by template; only templates not seen
-// before are scanned, in one Hyperscan call. When a template comes again, each of its candidates
-// is checked once with the relaxed pattern in RE2 on the template: that drops the prefilter's
-// false alarms and gives the first offset where a match can start. RE2 still confirms every candidate on the real line.
+// before are scanned, in one Hyperscan call. When a template comes again, each of its
+// candidates is checked once with the relaxed pattern in RE2 on the template: that drops the
+// prefilter's false alarms and gives the first offset where a match can start. Each candidate
+// also keeps a MatchMemo (matcher.h). RE2 still decides every match, on the real line or, for a
+// digit-blind pattern, on an earlier line of the same template. A block of mostly new lines is
+// scanned directly instead (and so are the next few): caching would only cost there.
 #include <cstdint>
 #include <string>
 #include <string_view>
@@ -83,7 +86,8 @@ class TemplateScanner {
   std::vector<uint32_t> starts_;  // beside patterns_
   std::vector<MatchMemo> memos_;  // beside patterns_
 
-  // Per block: each line's template, or (uncached) its index among the templates scanned.
+  // Per block: each line's template (-1: not cached) and, if it was queued, its index among
+  // the templates scanned.
   struct LineRef {
     int64_t slot;
     uint32_t miss;
@@ -93,9 +97,9 @@ class TemplateScanner {
   char tmpl_[kMaxTemplateBytes];       // the current line's template
   std::string misses_text_;            // the templates scanned this block, one per line
   std::vector<size_t> miss_starts_;    // where each starts in misses_text_
-  std::vector<int64_t> miss_slots_;    // and its slot (-1: not cached)
+  std::vector<int64_t> miss_slots_;    // and its template (-1: not cached)
   Prefilter::Candidates miss_candidates_;
-  // Per miss: [first, count) in miss_patterns_/miss_offsets_, the candidates RE2 confirmed.
+  // Per miss: [first, count) in miss_patterns_/miss_offsets_, its prefilter candidates.
   std::vector<std::pair<uint32_t, uint32_t>> miss_answer_;
   std::vector<int> miss_patterns_;
   std::vector<uint32_t> miss_offsets_;
