@@ -129,7 +129,8 @@ void LineFeed::process_line(std::string_view line, const Potentials& pot, bool p
       int group = matcher_.group_of(def);
       if (!inside || !pot.memos || group < 0) return nullptr;
       for (size_t k = 0; k < pot.count; ++k)
-        if (pot.patterns[k] == group && pot.memos[k].describes(body_offset, a.body.size())) return &pot.memos[k];
+        if (pot.patterns[k] == group && pot.memos[k].has_groups && pot.memos[k].describes(body_offset, a.body.size()))
+          return &pot.memos[k];
       return nullptr;
     };
     if (!candidate) hits_.clear();

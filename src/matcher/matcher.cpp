@@ -29,6 +29,7 @@ Matcher::Matcher(const Library& lib) : lib_(lib) {
     const PatternDef& p = lib_.patterns[line_groups_[g].front()];
     std::optional<std::string> blind = digit_closed(p.regex);
     digit_blind_.push_back(blind && *blind == p.regex && p.capture_names.size() <= MatchMemo::kMaxGroups);
+    digit_classes_.push_back(digit_blind_.back() ? std::nullopt : digit_classes(p.regex));
   }
 }
 Matcher::~Matcher() = default;
@@ -107,6 +108,19 @@ void Matcher::report_group(size_t group, std::vector<int>& hits) const {
   for (size_t def : line_groups_[group]) hits.push_back(static_cast<int>(def));
 }
 
+namespace {
+// Whether `text`, each digit read as its class, equals `key` (already read so).
+bool same_classes(std::string_view text, std::string_view key, const std::array<char, 10>& cls) {
+  if (text.size() != key.size()) return false;
+  for (size_t i = 0; i < text.size(); ++i) {
+    char c = text[i];
+    if (c >= '0' && c <= '9') c = cls[static_cast<size_t>(c - '0')];
+    if (c != key[i]) return false;
+  }
+  return true;
+}
+}  // namespace
+
 void Matcher::match_potentials(std::string_view body, const int* potentials, const uint32_t* starts, MatchMemo* memos,
                                size_t count, size_t body_offset, std::vector<int>& hits) const {
   hits.clear();
@@ -128,12 +142,31 @@ void Matcher::match_potentials(std::string_view body, const int* potentials, con
         m.body_offset = static_cast<int64_t>(body_offset);
         m.body_length = body.size();
         m.matched = re->Match(text, from, text.size(), RE2::UNANCHORED, spans.data(), static_cast<int>(n + 1));
+        m.has_groups = true;
         for (size_t i = 0; i < n; ++i)
           m.groups[i] = spans[i + 1].data() ? std::pair<int32_t, int32_t>(static_cast<int32_t>(spans[i + 1].data() - body.data()),
                                                                          static_cast<int32_t>(spans[i + 1].size()))
                                             : std::pair<int32_t, int32_t>(-1, 0);
       }
       matched = m.matched;
+    } else if (memos && digit_classes_[group]) {
+      // The answer depends on the text from one byte before the search start (the context of
+      // ^ and \b) to the end, and there only on each digit's class.
+      const std::array<char, 10>& cls = *digit_classes_[group];
+      std::string_view tail = body.substr(from > 0 ? from - 1 : 0);
+      MatchMemo& m = memos[k];
+      if (m.describes(body_offset, body.size()) && same_classes(tail, m.key, cls)) {
+        matched = m.matched;
+      } else {
+        matched = re->Match(text, from, text.size(), RE2::UNANCHORED, nullptr, 0);
+        m.body_offset = static_cast<int64_t>(body_offset);
+        m.body_length = body.size();
+        m.matched = matched;
+        m.has_groups = false;
+        m.key.assign(tail);
+        for (char& c : m.key)
+          if (c >= '0' && c <= '9') c = cls[static_cast<size_t>(c - '0')];
+      }
     } else {
       matched = re->Match(text, from, text.size(), RE2::UNANCHORED, nullptr, 0);
     }
@@ -146,7 +179,7 @@ bool Matcher::groups(size_t def, std::string_view body, const MatchMemo* memo, s
   const PatternDef& p = lib_.patterns[def];
   size_t n = p.capture_names.size();
   out.assign(n + 1, re2::StringPiece());
-  if (memo) {  // the caller passes a memo only when it describes this body
+  if (memo && memo->has_groups) {  // the caller passes a memo only when it describes this body
     if (!memo->matched) return false;
     for (size_t i = 0; i < n; ++i)
       if (memo->groups[i].first >= 0) out[i + 1] = re2::StringPiece(body.data() + memo->groups[i].first, memo->groups[i].second);

@@ -3,6 +3,7 @@
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
+#include <array>
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
@@ -163,8 +164,14 @@ std::optional<uint16_t> posix_digits(std::string_view name) {
 // every digit replaced by '0', so a prefilter answer holds for all lines of one digit template.
 // Repetition counts ({2,3}) and group names stay as written. Octal escapes and \Q..\E are not
 // read: the caller treats such a pattern as matching every line.
-std::optional<std::string> digit_closed(const std::string& re) {
+std::optional<std::string> digit_closed(const std::string& re, DigitSets* sets) {
   std::string out;
+  // Each way the pattern tells digits apart, for digit_classes(): a class's digits, a literal.
+  auto note = [&](uint16_t digits, bool known = true) {
+    if (!sets) return;
+    if (!known) sets->unknown = true;
+    else if (digits != 0 && digits != kAllDigits) sets->sets.push_back(digits);
+  };
   const size_t n = re.size();
   size_t i = 0;
   while (i < n) {
@@ -177,8 +184,12 @@ std::optional<std::string> digit_closed(const std::string& re) {
         size_t start = i;
         auto v = hex_escape(re, i);
         if (!v) return std::nullopt;
-        if (*v >= '0' && *v <= '9') out += "[0-9]";
-        else out.append(re, start, i - start);
+        if (*v >= '0' && *v <= '9') {
+          out += "[0-9]";
+          note(static_cast<uint16_t>(1u << (*v - '0')));
+        } else {
+          out.append(re, start, i - start);
+        }
         continue;
       }
       if (e == 'p' || e == 'P') {  // a Unicode class: which digits it holds is not worked out here
@@ -189,6 +200,7 @@ std::optional<std::string> digit_closed(const std::string& re) {
           len = close - i + 1;
         }
         out += "(?:" + re.substr(i, len) + "|[0-9])";
+        note(0, false);
         i += len;
         continue;
       }
@@ -276,6 +288,7 @@ std::optional<std::string> digit_closed(const std::string& re) {
       std::string cls = re.substr(i, j + 1 - i);
       i = j + 1;
       if (negated) digits = static_cast<uint16_t>(kAllDigits & ~digits);
+      note(digits, !unknown);
       if (!unknown && (digits == 0 || digits == kAllDigits)) out += cls;
       else out += "(?:" + cls + "|[0-9])";
       continue;
@@ -301,11 +314,32 @@ std::optional<std::string> digit_closed(const std::string& re) {
       i = close + 1;
       continue;
     }
-    if (c >= '0' && c <= '9') out += "[0-9]";
-    else out += c;
+    if (c >= '0' && c <= '9') {
+      out += "[0-9]";
+      note(static_cast<uint16_t>(1u << (c - '0')));
+    } else {
+      out += c;
+    }
     ++i;
   }
   return out;
+}
+
+std::optional<std::array<char, 10>> digit_classes(const std::string& re) {
+  DigitSets sets;
+  if (!digit_closed(re, &sets) || sets.unknown || sets.sets.size() > 64) return std::nullopt;
+  // Digits in the same sets are alike to the pattern: each maps to the smallest such digit.
+  std::array<uint64_t, 10> member{};
+  for (size_t k = 0; k < sets.sets.size(); ++k)
+    for (int d = 0; d < 10; ++d)
+      if (sets.sets[k] & (1u << d)) member[static_cast<size_t>(d)] |= uint64_t{1} << k;
+  std::array<char, 10> rep{};
+  for (int d = 0; d < 10; ++d) {
+    int e = 0;
+    while (member[static_cast<size_t>(e)] != member[static_cast<size_t>(d)]) ++e;
+    rep[static_cast<size_t>(d)] = static_cast<char>('0' + e);
+  }
+  return rep;
 }
 
 #ifdef FIRSTFAULT_HAVE_HYPERSCAN

@@ -92,7 +92,8 @@ TEST_CASE("matcher: the prefilter never drops a line RE2 would match") {
       for (int def : pot_hits) {
         int group = with.group_of(static_cast<size_t>(def));
         for (uint32_t k = 0; line.memos && k < line.count; ++k) {
-          if (line.patterns[k] != group || !line.memos[k].describes(body_offset, body.size())) continue;
+          if (line.patterns[k] != group || !line.memos[k].has_groups || !line.memos[k].describes(body_offset, body.size()))
+            continue;
           ++memo_reads;
           if (with.extract(static_cast<size_t>(def), body, &line.memos[k]) != with.extract(static_cast<size_t>(def), body)) {
             ++missed;
@@ -161,6 +162,11 @@ TEST_CASE("matcher: digit_closed() patterns cannot tell digits apart and keep ev
   CHECK(digit_closed("a{2,3}(?P<n2>x)\\d[1-9]7\\x35") == "a{2,3}(?P<n2>x)\\d(?:[1-9]|[0-9])[0-9][0-9]");
   CHECK(digit_closed("[^0][a-z][^a-z]") == "(?:[^0]|[0-9])[a-z][^a-z]");
   CHECK_FALSE(digit_closed("\\1"));
+  // The digit classes a pattern still tells apart.
+  CHECK(digit_classes("[1-9]\\d*") == std::array<char, 10>{'0', '1', '1', '1', '1', '1', '1', '1', '1', '1'});
+  CHECK(digit_classes("Xid 48") == std::array<char, 10>{'0', '0', '0', '0', '4', '0', '0', '0', '8', '0'});
+  CHECK(digit_classes("\\d{3,}") == std::array<char, 10>{'0', '0', '0', '0', '0', '0', '0', '0', '0', '0'});
+  CHECK_FALSE(digit_classes("\\pN"));
 }
 
 TEST_CASE("matcher: the template scanner gives the same candidates as a direct prefilter scan, reusing templates") {

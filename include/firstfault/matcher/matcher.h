@@ -27,12 +27,18 @@ using Captures = std::vector<std::pair<std::string, std::string>>;
 // one per template and candidate). A pattern that cannot tell digits apart matches, and places
 // its groups, the same way on every body cut at the same offset from lines of that template, so
 // the next such line needs no RE2 run.
+//
+// A pattern that tells some digits apart ("[1-9]\d*") gives the same answer on bodies whose
+// text from the search start on is the same once each digit is read as its class
+// (digit_classes()); such a memo keeps that text as its key and no groups.
 struct MatchMemo {
   static constexpr size_t kMaxGroups = 8;
   int64_t body_offset = -1;  // the body this describes: offset in the line and length; -1 none
   size_t body_length = 0;
   bool matched = false;
+  bool has_groups = false;   // groups[] hold the match's groups (digit-blind patterns only)
   std::array<std::pair<int32_t, int32_t>, kMaxGroups> groups{};  // capture i+1: start, length; start -1 unset
+  std::string key;           // digit-class text from one byte before the search start (others)
   bool describes(size_t offset, size_t length) const {
     return body_offset == static_cast<int64_t>(offset) && body_length == length;
   }
@@ -90,6 +96,8 @@ class Matcher {
   void report_group(size_t group, std::vector<int>& hits) const;
   std::vector<int> group_of_def_;
   std::vector<bool> digit_blind_;  // per group: its regex is its own digit_closed() form
+  // Per group that is not digit-blind: each digit's class (digit_classes()), when known.
+  std::vector<std::optional<std::array<char, 10>>> digit_classes_;
   // Submatch positions of pattern `def` on `body` from RE2 or from `memo`: false if no match.
   bool groups(size_t def, std::string_view body, const MatchMemo* memo, std::vector<re2::StringPiece>& out) const;
   std::vector<size_t> tail_defs_;

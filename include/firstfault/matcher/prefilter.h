@@ -4,6 +4,7 @@
 // scanned over many lines at once. Only the lines where some pattern (approximately) matched go to RE2, and only for those
 // patterns. It may report lines RE2 then rejects; it never drops a line RE2 would match. RE2
 // stays the matcher of record. See docs/performance.md.
+#include <array>
 #include <cstdint>
 #include <memory>
 #include <optional>
@@ -18,8 +19,18 @@ namespace firstfault {
 // The byte-level superset rewrite (exposed for tests).
 std::string relax_for_bytes(const std::string& re2_pattern);
 
+// The ways a pattern tells digits apart: the digit sets of its classes and literal digits that
+// hold some digits but not all; `unknown` when one cannot be worked out (\p classes).
+struct DigitSets {
+  std::vector<uint16_t> sets;
+  bool unknown = false;
+};
 // The digit-blind superset of a pattern (see prefilter.cpp); nullopt for syntax it does not read.
-std::optional<std::string> digit_closed(const std::string& re2_pattern);
+std::optional<std::string> digit_closed(const std::string& re2_pattern, DigitSets* sets = nullptr);
+// For each digit, the smallest digit the pattern cannot tell it from ("[1-9]\d*": 0 -> '0',
+// 1..9 -> '1'): lines that differ only by digits of one class match alike. Nullopt when
+// digit_closed() cannot read the pattern or a class's digits are unknown.
+std::optional<std::array<char, 10>> digit_classes(const std::string& re2_pattern);
 
 class Prefilter {
  public:
