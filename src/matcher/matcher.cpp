@@ -155,14 +155,18 @@ void Matcher::match_potentials(std::string_view body, const int* potentials, con
       const std::array<char, 10>& cls = *digit_classes_[group];
       std::string_view tail = body.substr(from > 0 ? from - 1 : 0);
       MatchMemo& m = memos[k];
-      if (m.describes(body_offset, body.size()) && same_classes(tail, m.key, cls)) {
+      if (m.describes(body_offset, body.size()) && tail == m.raw) {  // the common case: the very same text
         matched = m.matched;
+      } else if (m.describes(body_offset, body.size()) && same_classes(tail, m.key, cls)) {
+        matched = m.matched;
+        m.raw.assign(tail);
       } else {
         matched = re->Match(text, from, text.size(), RE2::UNANCHORED, nullptr, 0);
         m.body_offset = static_cast<int64_t>(body_offset);
         m.body_length = body.size();
         m.matched = matched;
         m.has_groups = false;
+        m.raw.assign(tail);
         m.key.assign(tail);
         for (char& c : m.key)
           if (c >= '0' && c <= '9') c = cls[static_cast<size_t>(c - '0')];

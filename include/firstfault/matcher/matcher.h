@@ -39,6 +39,7 @@ struct MatchMemo {
   bool has_groups = false;   // groups[] hold the match's groups (digit-blind patterns only)
   std::array<std::pair<int32_t, int32_t>, kMaxGroups> groups{};  // capture i+1: start, length; start -1 unset
   std::string key;           // digit-class text from one byte before the search start (others)
+  std::string raw;           // the same text as last seen, digits as they were (a cheaper first test)
   bool describes(size_t offset, size_t length) const {
     return body_offset == static_cast<int64_t>(offset) && body_length == length;
   }
