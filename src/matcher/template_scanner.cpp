@@ -282,29 +282,23 @@ const std::vector<TemplateScanner::Line>& TemplateScanner::scan(const Prefilter&
   //    seen again is located first (locate()): most lines of a small log are seen once, and
   //    checking their candidates with RE2 twice would cost more than it saves.
   miss_answer_.assign(miss_starts_.size(), {0, 0});
-  miss_patterns_.clear();
-  miss_offsets_.clear();
+  miss_candidates_.clear();
   if (!miss_starts_.empty()) {
-    miss_candidates_.clear();
     prefilter.scan(misses_text_, miss_candidates_);
     size_t m = 0;
     for (const Prefilter::Candidate& c : miss_candidates_.lines) {
       while (m < miss_starts_.size() && miss_starts_[m] < c.line_start) ++m;
-      if (m >= miss_starts_.size() || miss_starts_[m] != c.line_start) continue;
-      size_t end = m + 1 < miss_starts_.size() ? miss_starts_[m + 1] - 1 : misses_text_.size() - 1;
-      miss_answer_[m] = {static_cast<uint32_t>(miss_patterns_.size()), c.count};
-      miss_patterns_.insert(miss_patterns_.end(), miss_candidates_.patterns.begin() + c.first,
-                            miss_candidates_.patterns.begin() + c.first + c.count);
-      miss_offsets_.resize(miss_patterns_.size(), 0);
+      if (m < miss_starts_.size() && miss_starts_[m] == c.line_start) miss_answer_[m] = {c.first, c.count};
     }
     for (size_t k = 0; k < miss_slots_.size(); ++k) {
       if (miss_slots_[k] < 0) continue;
       Template& s = templates_[static_cast<size_t>(miss_slots_[k])];
       auto [first, count] = miss_answer_[k];
+      const int* p = miss_candidates_.patterns.data() + first;
       s.first = static_cast<uint32_t>(patterns_.size());
       s.count = count;
-      patterns_.insert(patterns_.end(), miss_patterns_.begin() + first, miss_patterns_.begin() + first + count);
-      starts_.insert(starts_.end(), miss_offsets_.begin() + first, miss_offsets_.begin() + first + count);
+      patterns_.insert(patterns_.end(), p, p + count);
+      starts_.resize(patterns_.size(), 0);  // not located yet: a match may start anywhere
       memos_.resize(patterns_.size());
     }
   }
@@ -319,8 +313,7 @@ const std::vector<TemplateScanner::Line>& TemplateScanner::scan(const Prefilter&
       lines_[i].count = s.count;
     } else {
       auto [first, count] = miss_answer_[r.miss];
-      lines_[i].patterns = miss_patterns_.data() + first;
-      lines_[i].starts = miss_offsets_.data() + first;  // zeros: not located
+      lines_[i].patterns = miss_candidates_.patterns.data() + first;  // starts stay null: not located
       lines_[i].count = count;
     }
   }

@@ -38,7 +38,7 @@ class TemplateScanner {
   struct Line {
     std::string_view text;
     const int* patterns;
-    const uint32_t* starts;  // per pattern: no match can start before this offset in the line
+    const uint32_t* starts;  // per pattern: no match can start before this offset (null: anywhere)
     MatchMemo* memos;        // per pattern: what it did on this template (null: not cached)
     uint32_t count;
     LineBytes bytes;
@@ -99,10 +99,8 @@ class TemplateScanner {
   std::vector<size_t> miss_starts_;    // where each starts in misses_text_
   std::vector<int64_t> miss_slots_;    // and its template (-1: not cached)
   Prefilter::Candidates miss_candidates_;
-  // Per miss: [first, count) in miss_patterns_/miss_offsets_, its prefilter candidates.
+  // Per miss: its prefilter candidates, [first, first + count) in miss_candidates_.patterns.
   std::vector<std::pair<uint32_t, uint32_t>> miss_answer_;
-  std::vector<int> miss_patterns_;
-  std::vector<uint32_t> miss_offsets_;
   Stats stats_;
 };
 
