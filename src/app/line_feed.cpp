@@ -10,42 +10,6 @@ namespace firstfault {
 namespace {
 constexpr uint64_t kPrefilterAfterBytes = 8ull << 20;
 
-// Where byte `c` next occurs in a block, found with one memchr per occurrence rather than one
-// search per line: escapes, NULs and carriage returns are rare in most logs, so most lines are
-// known to be clean without being looked at. Queries must come with ascending offsets.
-class ByteCursor {
- public:
-  ByteCursor(std::string_view block, char c) : block_(block), c_(c) { seek(0); }
-  // Whether [start, end) holds the byte.
-  bool within(size_t start, size_t end) {
-    if (next_ < start) seek(start);
-    return next_ < end;
-  }
-
- private:
-  void seek(size_t from) {
-    const void* p = from < block_.size() ? std::memchr(block_.data() + from, c_, block_.size() - from) : nullptr;
-    next_ = p ? static_cast<size_t>(static_cast<const char*>(p) - block_.data()) : block_.size();
-  }
-  std::string_view block_;
-  char c_;
-  size_t next_ = 0;
-};
-
-// The normalisation a block's lines need, from three cursors over the block.
-class BlockHints {
- public:
-  explicit BlockHints(std::string_view block) : esc_(block, '\x1b'), nul_(block, '\0'), cr_(block, '\r') {}
-  LineHints at(size_t start, size_t end) {
-    LineHints h;
-    h.may_have_escapes = esc_.within(start, end) || nul_.within(start, end);
-    h.may_have_cr = cr_.within(start, end);
-    return h;
-  }
-
- private:
-  ByteCursor esc_, nul_, cr_;
-};
 }  // namespace
 
 LineFeed::LineFeed(const Matcher& matcher, Correlator& correlator, LineAttributor& attributor, uint32_t input,
@@ -74,9 +38,7 @@ void LineFeed::on_block(std::string_view block) {
   // Lines the prefilter rules out are still attributed (per-rank timeline) but not matched.
   block_ = block;
   for (const TemplateScanner::Line& line : templates_.scan(*pf, block)) {
-    LineHints h;  // found by the scanner in the pass that made the line's template
-    h.may_have_escapes = line.bytes.escape_or_nul;
-    h.may_have_cr = line.bytes.cr;
+    LineHints h = line.hints;  // found by the scanner in the pass that made the line's template
     // RE2 sees the line without its escapes and NULs, where a colour code inside a message
     // ("CUDA \x1b[1mout of memory") no longer splits it: the prefilter must see it so too.
     if (h.may_have_escapes) {

@@ -50,7 +50,7 @@ void append_digit_template(std::string_view line, std::string& out) {
 }
 
 #if defined(__SSE2__)
-uint64_t digit_template(std::string_view line, char* out, LineBytes* seen) {
+uint64_t digit_template(std::string_view line, char* out, LineHints* hints) {
   // 16 bytes at a time: digits become '0' (a byte minus '0' is at most 9, unsigned), the
   // result is stored and folded into two 64-bit lanes (multiply-accumulate, the chunk's
   // position mixed in so that equal chunks in other places differ), and ESC, NUL and CR are
@@ -88,16 +88,16 @@ uint64_t digit_template(std::string_view line, char* out, LineBytes* seen) {
     std::memcpy(tmp, p + i, n - i);
     chunk(_mm_load_si128(reinterpret_cast<const __m128i*>(tmp)), out + i, n - i);
   }
-  if (seen) {
-    seen->escape_or_nul = _mm_movemask_epi8(specials) != 0;
-    seen->cr = _mm_movemask_epi8(returns) != 0;
+  if (hints) {
+    hints->may_have_escapes = _mm_movemask_epi8(specials) != 0;
+    hints->may_have_cr = _mm_movemask_epi8(returns) != 0;
   }
   alignas(16) uint64_t lanes[2];
   _mm_store_si128(reinterpret_cast<__m128i*>(lanes), acc);
   return mix(mix(lanes[0], lanes[1]), n);
 }
 #else
-uint64_t digit_template(std::string_view line, char* out, LineBytes* seen) {
+uint64_t digit_template(std::string_view line, char* out, LineHints* hints) {
   uint64_t h = mix(0x243f6a8885a308d3ull, line.size());
   size_t i = 0;
   for (; i + 8 <= line.size(); i += 8) {
@@ -110,10 +110,7 @@ uint64_t digit_template(std::string_view line, char* out, LineBytes* seen) {
     std::memcpy(out + i, &w, line.size() - i);
     h = mix(h, w);
   }
-  if (seen) {
-    seen->escape_or_nul = line.find('\x1b') != std::string_view::npos || line.find('\0') != std::string_view::npos;
-    seen->cr = line.find('\r') != std::string_view::npos;
-  }
+  if (hints) *hints = hints_of(line);
   return h;
 }
 #endif
@@ -187,28 +184,19 @@ void TemplateScanner::locate(const Prefilter& prefilter, Template& t) {
 const std::vector<TemplateScanner::Line>& TemplateScanner::scan_directly(const Prefilter& prefilter,
                                                                         std::string_view block) {
   // The raw block through the digit-blind database (a superset for raw lines too), as before
-  // there was a cache; ESC, NUL and CR found with one memchr cursor each over the block.
+  // there was a cache; ESC, NUL and CR found with cursors over the block (BlockHints).
   lines_.clear();
   miss_candidates_.clear();
   prefilter.scan(block, miss_candidates_);
   ++stats_.bypassed_blocks;
   const char* base = block.data();
-  auto next_of = [&](char c, size_t from) {
-    const void* p = from < block.size() ? std::memchr(base + from, c, block.size() - from) : nullptr;
-    return p ? static_cast<size_t>(static_cast<const char*>(p) - base) : block.size();
-  };
-  size_t esc = next_of('\x1b', 0), nul = next_of('\0', 0), cr = next_of('\r', 0);
+  BlockHints hints(block);
   size_t start = 0, cand = 0;
   const auto& cands = miss_candidates_.lines;
   while (start < block.size()) {
     const void* nl = std::memchr(base + start, '\n', block.size() - start);
     size_t end = nl ? static_cast<size_t>(static_cast<const char*>(nl) - base) : block.size();
-    if (esc < start) esc = next_of('\x1b', start);
-    if (nul < start) nul = next_of('\0', start);
-    if (cr < start) cr = next_of('\r', start);
-    Line line{std::string_view(base + start, end - start), nullptr, nullptr, nullptr, 0, {}};
-    line.bytes.escape_or_nul = esc < end || nul < end;
-    line.bytes.cr = cr < end;
+    Line line{std::string_view(base + start, end - start), nullptr, nullptr, nullptr, 0, hints.at(start, end)};
     while (cand < cands.size() && cands[cand].line_start < start) ++cand;
     if (cand < cands.size() && cands[cand].line_start == start) {
       line.patterns = miss_candidates_.patterns.data() + cands[cand].first;
@@ -242,12 +230,12 @@ const std::vector<TemplateScanner::Line>& TemplateScanner::scan(const Prefilter&
     size_t end = nl ? static_cast<size_t>(static_cast<const char*>(nl) - base) : block.size();
     std::string_view line(base + start, end - start);
     lines_.push_back({line, nullptr, nullptr, nullptr, 0, {}});
-    LineBytes& seen = lines_.back().bytes;
+    LineHints& hints = lines_.back().hints;
     int64_t slot = -1;
     bool queue = true;
     if (line.size() <= kMaxTemplateBytes) {
       std::string_view tmpl(tmpl_, line.size());
-      uint64_t h = digit_template(line, tmpl_, &seen);
+      uint64_t h = digit_template(line, tmpl_, &hints);
       slot = find(h, tmpl);
       queue = slot < 0;
       if (!queue) locate(prefilter, templates_[static_cast<size_t>(slot)]);
@@ -259,8 +247,7 @@ const std::vector<TemplateScanner::Line>& TemplateScanner::scan(const Prefilter&
     } else {
       miss_starts_.push_back(misses_text_.size());
       append_digit_template(line, misses_text_);
-      seen.escape_or_nul = std::memchr(line.data(), '\x1b', line.size()) || std::memchr(line.data(), 0, line.size());
-      seen.cr = std::memchr(line.data(), '\r', line.size()) != nullptr;
+      hints = hints_of(line);
     }
     if (queue) {
       miss_slots_.push_back(slot);

@@ -25,12 +25,12 @@ TEST_CASE("template scanner: digit templates and ESC/NUL/CR notes match a byte-b
         cr = cr || c == '\r';
       }
       std::string out(len, '?');
-      LineBytes seen;
+      LineHints seen;
       uint64_t h = digit_template(line, out.data(), &seen);
       INFO("length " << len);
       CHECK(out == expect);
-      CHECK(seen.escape_or_nul == special);
-      CHECK(seen.cr == cr);
+      CHECK(seen.may_have_escapes == special);
+      CHECK(seen.may_have_cr == cr);
       std::string appended;
       append_digit_template(line, appended);
       CHECK(appended == expect);

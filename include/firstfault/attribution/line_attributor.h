@@ -8,6 +8,7 @@
 #include <string_view>
 
 #include "firstfault/attribution/timestamp.h"
+#include "firstfault/util/line_hints.h"
 
 namespace firstfault {
 
@@ -58,13 +59,6 @@ class LineAttributor {
   int last_rank_ = -1;
   int summary_rank_ = -1;  // inside a torchrun failure-summary block: the rank its "rank :" row named
   std::string last_host_;
-};
-
-// What a caller already knows a line cannot hold (LineFeed finds these bytes once per block
-// instead of searching every line for each of them).
-struct LineHints {
-  bool may_have_escapes = true;  // ESC or NUL
-  bool may_have_cr = true;       // '\r'
 };
 
 // Normalises one physical line for matching: removes ANSI escapes and NULs; returns the

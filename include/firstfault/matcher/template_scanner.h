@@ -16,19 +16,15 @@
 
 #include "firstfault/matcher/matcher.h"
 #include "firstfault/matcher/prefilter.h"
+#include "firstfault/util/line_hints.h"
 
 namespace firstfault {
 
 // Appends `line` with every ASCII digit replaced by '0' (its digit template) to `out`.
 void append_digit_template(std::string_view line, std::string& out);
-// Bytes a line holds that change how it is read (escapes and NULs are stripped; '\r' splits it).
-struct LineBytes {
-  bool escape_or_nul = false;
-  bool cr = false;
-};
 // Writes the digit template of `line` to `out` (line.size() bytes) and returns its hash; notes
-// in `seen` whether the line holds ESC/NUL or CR (the same pass).
-uint64_t digit_template(std::string_view line, char* out, LineBytes* seen = nullptr);
+// in `hints` whether the line holds ESC/NUL or CR (the same pass).
+uint64_t digit_template(std::string_view line, char* out, LineHints* hints = nullptr);
 
 // One per thread (it is not synchronised); bounded: past its limits it starts afresh.
 class TemplateScanner {
@@ -41,7 +37,7 @@ class TemplateScanner {
     const uint32_t* starts;  // per pattern: no match can start before this offset (null: anywhere)
     MatchMemo* memos;        // per pattern: what it did on this template (null: not cached)
     uint32_t count;
-    LineBytes bytes;
+    LineHints hints;
   };
   const std::vector<Line>& scan(const Prefilter& prefilter, std::string_view block);
 
