@@ -27,9 +27,10 @@ Matcher::Matcher(const Library& lib) : lib_(lib) {
   for (size_t g = 0; g < line_groups_.size(); ++g) {
     for (size_t def : line_groups_[g]) group_of_def_[def] = static_cast<int>(g);
     const PatternDef& p = lib_.patterns[line_groups_[g].front()];
-    std::optional<std::string> blind = digit_closed(p.regex);
+    DigitSets sets;
+    std::optional<std::string> blind = digit_closed(p.regex, &sets);
     digit_blind_.push_back(blind && *blind == p.regex && p.capture_names.size() <= MatchMemo::kMaxGroups);
-    digit_classes_.push_back(digit_blind_.back() ? std::nullopt : digit_classes(p.regex));
+    digit_classes_.push_back(digit_blind_.back() || !blind ? std::nullopt : digit_classes(sets));
   }
 }
 Matcher::~Matcher() = default;

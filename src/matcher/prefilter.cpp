@@ -327,7 +327,12 @@ std::optional<std::string> digit_closed(const std::string& re, DigitSets* sets) 
 
 std::optional<std::array<char, 10>> digit_classes(const std::string& re) {
   DigitSets sets;
-  if (!digit_closed(re, &sets) || sets.unknown || sets.sets.size() > 64) return std::nullopt;
+  if (!digit_closed(re, &sets)) return std::nullopt;
+  return digit_classes(sets);
+}
+
+std::optional<std::array<char, 10>> digit_classes(const DigitSets& sets) {
+  if (sets.unknown || sets.sets.size() > 64) return std::nullopt;
   // Digits in the same sets are alike to the pattern: each maps to the smallest such digit.
   std::array<uint64_t, 10> member{};
   for (size_t k = 0; k < sets.sets.size(); ++k)
@@ -376,8 +381,8 @@ class HyperscanPrefilter : public Prefilter {
   static std::unique_ptr<Prefilter> make(const std::vector<const PatternDef*>& patterns, bool may_compile) {
     auto p = std::unique_ptr<HyperscanPrefilter>(new HyperscanPrefilter());
     p->count_ = static_cast<int>(patterns.size());
-    std::vector<std::string> relaxed = relax_all(patterns);
-    p->relaxed_ = relaxed;
+    p->relaxed_ = relax_all(patterns);  // kept for leftmost()
+    const std::vector<std::string>& relaxed = p->relaxed_;
     p->locators_ = std::vector<Locator>(relaxed.size());
     std::string key = cache_key(relaxed);
     // 1. Compiled into the binary at build time (the usual case for the built-in library).

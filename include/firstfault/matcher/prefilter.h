@@ -31,6 +31,8 @@ std::optional<std::string> digit_closed(const std::string& re2_pattern, DigitSet
 // 1..9 -> '1'): lines that differ only by digits of one class match alike. Nullopt when
 // digit_closed() cannot read the pattern or a class's digits are unknown.
 std::optional<std::array<char, 10>> digit_classes(const std::string& re2_pattern);
+// The same from the sets digit_closed() noted (one reading of the pattern for both).
+std::optional<std::array<char, 10>> digit_classes(const DigitSets& sets);
 
 class Prefilter {
  public:
