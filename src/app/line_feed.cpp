@@ -98,8 +98,9 @@ void LineFeed::process_line(std::string_view line, const Potentials& pot, bool p
     if (!candidate) hits_.clear();
     else if (pot.all) matcher_.match(a.body, hits_);
     else {
-      // Offsets and memos from the prefilter are about the raw line; the body is a view into it
-      // unless escapes were stripped into scratch (such lines come without potentials).
+      // Offsets and memos from the prefilter are about the line given here (lines with escapes
+      // come stripped by on_block()), so the body is a view into it; checked all the same, since
+      // an offset into another buffer would be meaningless.
       inside = a.body.data() >= line.data() && a.body.data() <= line.data() + line.size();
       body_offset = inside ? static_cast<size_t>(a.body.data() - line.data()) : 0;
       matcher_.match_potentials(a.body, pot.patterns, inside ? pot.starts : nullptr, inside ? pot.memos : nullptr,
