@@ -2,6 +2,7 @@
 
 #include <re2/re2.h>
 
+#include <algorithm>
 #include <array>
 #include <cstring>
 
@@ -33,6 +34,21 @@ unsigned num(sv s, size_t pos, size_t n) {
   unsigned v = 0;
   for (size_t i = 0; i < n; ++i) v = v * 10 + static_cast<unsigned>(s[pos + i] - '0');
   return v;
+}
+
+// The first `needle` at or after `from` when it starts at most `max_offset` bytes after `from`,
+// else npos. The parsers below reject a delimiter that lies too far anyway; searching only that
+// far keeps a line without one from being scanned to its end by every parser (hot: every line).
+inline size_t find_near(sv s, sv needle, size_t from, size_t max_offset) {
+  if (needle.empty() || from >= s.size() || s.size() - from < needle.size()) return sv::npos;
+  const char* base = s.data();
+  const char* end = base + std::min(s.size() - needle.size(), from + max_offset) + 1;  // past the last start
+  for (const char* p = base + from; p < end; ++p) {
+    p = static_cast<const char*>(std::memchr(p, needle[0], static_cast<size_t>(end - p)));
+    if (!p) return sv::npos;
+    if (std::memcmp(p + 1, needle.data() + 1, needle.size() - 1) == 0) return static_cast<size_t>(p - base);
+  }
+  return sv::npos;
 }
 
 // "HH:MM:SS" at pos.
@@ -91,8 +107,9 @@ size_t parse_iso(sv s, Timestamp& t, bool* had_t = nullptr) {
 constexpr std::array<const char*, 12> kMonths = {"Jan", "Feb", "Mar", "Apr", "May", "Jun",
                                                  "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"};
 int month_index(sv s) {
-  for (size_t i = 0; i < kMonths.size(); ++i)
-    if (s.substr(0, 3) == kMonths[i]) return static_cast<int>(i) + 1;
+  if (s.size() < 3) return 0;
+  for (size_t i = 0; i < kMonths.size(); ++i)  // byte compares: no memcmp call per month
+    if (s[0] == kMonths[i][0] && s[1] == kMonths[i][1] && s[2] == kMonths[i][2]) return static_cast<int>(i) + 1;
   return 0;
 }
 
@@ -136,8 +153,8 @@ size_t p_cri(sv s, Attribution& a) {
 // kubectl logs --prefix: "[pod/name/container] "
 size_t p_kube_prefix(sv s, Attribution& a) {
   if (!starts_with(s, "[pod/")) return 0;
-  size_t close = s.find("] ");
-  if (close == sv::npos || close > 300) return 0;
+  size_t close = find_near(s, "] ", 0, 300);
+  if (close == sv::npos) return 0;
   sv inner = s.substr(5, close - 5);
   size_t slash = inner.find('/');
   a.host = inner.substr(0, slash);
@@ -201,8 +218,8 @@ size_t p_dmesg(sv s, Attribution& a) {
 // Ray: "(RayTrainWorker pid=75123, ip=10.0.0.1) ", "(MegatronPolicyWorker[rank=0] pid=1, ip=..) ", "(pid=45601) "
 size_t p_ray(sv s, Attribution& a) {
   if (s.size() < 8 || s[0] != '(') return 0;
-  size_t close = s.find(") ");
-  if (close == sv::npos || close > 200) return 0;
+  size_t close = find_near(s, ") ", 0, 200);
+  if (close == sv::npos) return 0;
   sv inner = s.substr(1, close - 1);
   size_t pidpos = inner.find("pid=");
   if (pidpos == sv::npos || (pidpos > 0 && inner[pidpos - 1] != ' ')) return 0;
@@ -279,8 +296,8 @@ size_t p_bare_sgr(sv s, Attribution&) {
 // "[rank3]:" (c10, no space) / "[rank3]: " (excepthook) / "[default3]:" (torchrun tee, local rank) / "[3]:"
 size_t p_bracket_rank(sv s, Attribution& a) {
   if (s.size() < 4 || s[0] != '[') return 0;
-  size_t close = s.find("]:");
-  if (close == sv::npos || close > 40) return 0;
+  size_t close = find_near(s, "]:", 0, 40);
+  if (close == sv::npos) return 0;
   sv inner = s.substr(1, close - 1);
   size_t d = inner.size();
   while (d > 0 && is_digit(inner[d - 1])) --d;
@@ -322,8 +339,8 @@ size_t p_c10_header(sv s, Attribution& a) {
     }
   }
   if (i >= s.size() || s[i] != ' ') return 0;
-  size_t close = s.find("] ", i);
-  if (close == sv::npos || close - i > 120) return 0;
+  size_t close = find_near(s, "] ", i, 120);
+  if (close == sv::npos) return 0;
   sv file = s.substr(i + 1, close - i - 1);
   if (file.find(':') == sv::npos || file.find(' ') != sv::npos) return 0;
   a.fatal = a.fatal || s[1] == 'F';
@@ -343,8 +360,8 @@ size_t p_glog(sv s, Attribution& a) {
   size_t n = parse_uint(s.substr(i), pid);
   if (!n) return 0;
   i += n;
-  size_t close = s.find("] ", i);
-  if (close == sv::npos || close - i > 200) return 0;
+  size_t close = find_near(s, "] ", i, 200);
+  if (close == sv::npos) return 0;
   unsigned mon = num(s, 1, 2), day = num(s, 3, 2);
   if (mon >= 1 && mon <= 12 && day >= 1 && day <= 31) {
     a.time.kind = Timestamp::kNoYear;
@@ -401,19 +418,19 @@ size_t p_bracket_time(sv s, Attribution& a) {
   if (j < s.size() && s[j] == ' ') ++j;
   // DeepSpeed: "[LEVEL] [file:line:func] "
   if (j < s.size() && s[j] == '[') {
-    size_t close = s.find("] ", j);
+    size_t close = find_near(s, "] ", j, 9);  // a level name is at most 8 letters
     if (close != sv::npos && is_level(s.substr(j + 1, close - j - 1))) {
       j = close + 2;
       if (j < s.size() && s[j] == '[') {
-        size_t c2 = s.find("] ", j);
-        if (c2 != sv::npos && c2 - j < 120 && s.substr(j, c2 - j).find(':') != sv::npos) j = c2 + 2;
+        size_t c2 = find_near(s, "] ", j, 119);
+        if (c2 != sv::npos && s.substr(j, c2 - j).find(':') != sv::npos) j = c2 + 2;
       }
     }
   } else {
     // torchelastic 2.1-2.3: "logger.name: [LEVEL] "
-    size_t colon = s.find(": [", j);
-    if (colon != sv::npos && colon - j < 80 && s.substr(j, colon - j).find(' ') == sv::npos) {
-      size_t close = s.find("] ", colon + 3);
+    size_t colon = find_near(s, ": [", j, 79);
+    if (colon != sv::npos && s.substr(j, colon - j).find(' ') == sv::npos) {
+      size_t close = find_near(s, "] ", colon + 3, 8);
       if (close != sv::npos && is_level(s.substr(colon + 3, close - colon - 3))) j = close + 2;
     }
   }
@@ -432,8 +449,8 @@ size_t p_iso_plain(sv s, Attribution& a) {
   if (starts_with(s.substr(n), " - ")) {
     size_t k = n + 3;
     for (int fields = 0; fields < 3; ++fields) {
-      size_t sep = s.find(" - ", k);
-      if (sep == sv::npos || sep - k > 60) break;
+      size_t sep = find_near(s, " - ", k, 60);
+      if (sep == sv::npos) break;
       sv f = s.substr(k, sep - k);
       k = sep + 3;
       if (is_level(f)) {
@@ -464,8 +481,8 @@ size_t p_vllm(sv s, Attribution& a) {
   if (j < s.size() && s[j] == ' ') ++j;
   // "[file.py:N] " (vLLM >= 0.8) or, before that, "file.py:N] " without the opening bracket.
   bool bracket = j < s.size() && s[j] == '[';
-  size_t close = s.find("] ", j);
-  if (close != sv::npos && close - j < 120) {
+  size_t close = find_near(s, "] ", j, 119);
+  if (close != sv::npos) {
     sv where = s.substr(j, close - j);
     if (bracket || (where.find(' ') == sv::npos && where.find(':') != sv::npos)) j = close + 2;
   }
@@ -477,8 +494,8 @@ size_t p_pylog_default(sv s, Attribution&) {
   if (s.empty() || !is_level_initial(s[0])) return 0;
   size_t c = s.substr(0, 9).find(':');
   if (c == sv::npos || c > 8 || !is_level(s.substr(0, c))) return 0;
-  size_t c2 = s.find(':', c + 1);
-  if (c2 == sv::npos || c2 - c > 100) return 0;
+  size_t c2 = find_near(s, ":", c + 1, 99);
+  if (c2 == sv::npos) return 0;
   sv logger = s.substr(c + 1, c2 - c - 1);
   if (logger.empty() || logger.find(' ') != sv::npos) return 0;
   return c2 + 1;
@@ -520,8 +537,8 @@ bool is_ipv4(sv s) {
 
 // pdsh: "host: " (IPv4 always; names only once the job shows it uses pdsh)
 size_t p_pdsh(sv s, Attribution& a, bool pdsh) {
-  size_t c = s.find(": ");
-  if (c == sv::npos || c == 0 || c > 64) return 0;
+  size_t c = find_near(s, ": ", 0, 64);
+  if (c == sv::npos || c == 0) return 0;
   sv host = s.substr(0, c);
   bool ip = is_ipv4(host);
   if (!ip) {
@@ -550,8 +567,8 @@ size_t p_nccl(sv s, Attribution& a) {
   if (i + 3 >= s.size() || s[i] != ' ') return 0;
   ++i;
   if (s[i] == '[') {
-    size_t close = s.find("] ", i);
-    if (close == sv::npos || close - i > 6) return 0;
+    size_t close = find_near(s, "] ", i, 6);
+    if (close == sv::npos) return 0;
     i = close + 2;
   } else if (!starts_with(s.substr(i), "NCCL ")) {
     return 0;
@@ -566,7 +583,9 @@ size_t p_nccl(sv s, Attribution& a) {
 int rank_from_message(sv body) {
   size_t pos = 0;
   while ((pos = body.find("Rank ", pos)) != sv::npos) {
-    size_t start = body.rfind('[', pos);
+    size_t lo = pos >= 59 ? pos - 59 : 0;  // a tag opens at most 59 bytes before "Rank "
+    size_t start = body.substr(lo, pos - lo).rfind('[');
+    if (start != sv::npos) start += lo;
     int64_t v = 0;
     size_t n = parse_uint(body.substr(pos + 5), v);
     if (n && pos + 5 + n < body.size() && body[pos + 5 + n] == ']' && start != sv::npos && pos - start < 60) {

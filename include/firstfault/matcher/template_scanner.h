@@ -26,6 +26,14 @@ void append_digit_template(std::string_view line, std::string& out);
 // in `hints` whether the line holds ESC/NUL or CR (the same pass).
 uint64_t digit_template(std::string_view line, char* out, LineHints* hints = nullptr);
 
+// Every implementation of digit_template() this CPU runs (portable SWAR, SSE2, AVX2), for tests:
+// each must give the same template and hints; hashes agree only within one variant.
+struct DigitTemplateVariant {
+  const char* name;
+  uint64_t (*fn)(std::string_view line, char* out, LineHints* hints);
+};
+std::vector<DigitTemplateVariant> digit_template_variants();
+
 // One per thread (it is not synchronised); bounded: past its limits it starts afresh.
 class TemplateScanner {
  public:

@@ -12,7 +12,11 @@ namespace firstfault {
 inline bool is_digit(char c) { return c >= '0' && c <= '9'; }
 inline bool is_space(char c) { return c == ' ' || c == '\t'; }
 
-inline bool starts_with(std::string_view s, std::string_view p) { return s.substr(0, p.size()) == p; }
+// The compare's length is the prefix's own, a constant for a literal, so the compiler inlines
+// it (called for every line by the prefix parsers).
+inline bool starts_with(std::string_view s, std::string_view p) {
+  return s.size() >= p.size() && std::char_traits<char>::compare(s.data(), p.data(), p.size()) == 0;
+}
 
 // Parses an unsigned decimal number at the start of `s`; returns digits consumed (0 if none).
 inline size_t parse_uint(std::string_view s, int64_t& out) {
