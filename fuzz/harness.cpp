@@ -7,12 +7,14 @@
 #include <algorithm>
 #include <nlohmann/json.hpp>
 #include <string_view>
+#include <unordered_map>
 #include <vector>
 
 #include "firstfault/app/pipeline.h"
 #include "firstfault/attribution/line_attributor.h"
 #include "firstfault/correlator/correlator.h"
 #include "firstfault/matcher/matcher.h"
+#include "firstfault/matcher/template_scanner.h"
 #include "firstfault/reader/log_reader.h"
 #include "firstfault/render/render.h"
 #include "firstfault/signatures/loader.h"
@@ -140,19 +142,30 @@ std::string attribution_one(const uint8_t* data, size_t size) {
   FileIdentity id2 = identity_from_path(first, "rank[_-]?(\\d+)");
   if (id2.rank < -1 || id2.rank > kMaxRankNumber) return fmt::format("--rank-from rank {} out of range", id2.rank);
   LineAttributor attributor(id);
+  // The same lines through a second attributor that replays per-template plans (as LineFeed
+  // does for cached lines): it must agree with the full peel on every line.
+  LineAttributor planned(id);
+  std::unordered_map<std::string, AttributionPlan> plans;
+  std::string tmpl;
   std::string scratch;
   std::string problem;
   uint64_t lines = 0;
   for_each_line(all, [&](sv line) {
     if (!problem.empty()) return;
     ++lines;
-    if (lines % 7 == 0) attributor.enable_pdsh();
+    if (lines % 7 == 0) {
+      attributor.enable_pdsh();
+      planned.enable_pdsh();
+    }
     if (line.size() > kMaxLineBytes) line = line.substr(0, kMaxLineBytes);
     for_each_segment(line, scratch, [&](sv seg) {
       if (!problem.empty()) return;
       if (seg.find('\r') != sv::npos) problem = "segment contains CR";
       if (seg.find('\0') != sv::npos) problem = "segment contains NUL";
       Attribution a = attributor.attribute(seg);
+      tmpl.clear();
+      append_digit_template(seg, tmpl);
+      if (!same_attribution(a, planned.attribute(seg, &plans[tmpl]))) problem = "a replayed plan disagrees with the full peel";
       if (!within(a.body, seg) || a.body.data() + a.body.size() != seg.data() + seg.size())
         problem = "body is not a suffix of the line";
       if (!within(a.host, seg) && a.host != id.host) problem = "host view outside the line";

@@ -37,7 +37,13 @@ void LineFeed::on_block(std::string_view block) {
   }
   // Lines the prefilter rules out are still attributed (per-rank timeline) but not matched.
   block_ = block;
-  for (const TemplateScanner::Line& line : templates_.scan(*pf, block)) {
+  const std::vector<TemplateScanner::Line>& lines = templates_.scan(*pf, block);
+  if (plans_generation_ != templates_.generation()) {  // template ids were given afresh
+    plans_.clear();
+    plans_generation_ = templates_.generation();
+  }
+  plans_.resize(templates_.templates());
+  for (const TemplateScanner::Line& line : lines) {
     LineHints h = line.hints;  // found by the scanner in the pass that made the line's template
     // RE2 sees the line without its escapes and NULs, where a colour code inside a message
     // ("CUDA \x1b[1mout of memory") no longer splits it: the prefilter must see it so too.
@@ -51,8 +57,10 @@ void LineFeed::on_block(std::string_view block) {
         const TemplateScanner::Line& c = scanned.front();
         process_line(clean, {false, c.patterns, c.starts, c.memos, c.count}, false, h);
       }
-    } else
-      process_line(line.text, {false, line.patterns, line.starts, line.memos, line.count}, false, h);
+    } else {
+      AttributionPlan* plan = line.template_id >= 0 && !h.may_have_cr ? &plans_[static_cast<size_t>(line.template_id)] : nullptr;
+      process_line(line.text, {false, line.patterns, line.starts, line.memos, line.count}, false, h, plan);
+    }
   }
   corr_.settle_tails();  // the reader reuses the block's buffer next
   block_ = {};
@@ -65,7 +73,8 @@ void LineFeed::on_long_line(std::string_view head, uint64_t) {
 
 void LineFeed::on_partial_line(std::string_view head) { process_line(head, kAllPatterns, true); }
 
-void LineFeed::process_line(std::string_view line, const Potentials& pot, bool partial, LineHints hints) {
+void LineFeed::process_line(std::string_view line, const Potentials& pot, bool partial, LineHints hints,
+                            AttributionPlan* plan) {
   const bool candidate = pot.all || pot.count > 0;
   uint64_t line_no = line_no_ + 1;
   if (!partial) {
@@ -77,7 +86,7 @@ void LineFeed::process_line(std::string_view line, const Potentials& pot, bool p
     line = line.substr(0, kMaxLineBytes);
   }
   for_each_segment(line, scratch_, [&](std::string_view seg) {
-    Attribution a = attr_.attribute(seg);
+    Attribution a = attr_.attribute(seg, plan);  // one segment when there is a plan: the whole line
     // A segment inside the block outlives this call (until on_block() settles the tails);
     // one in a scratch buffer (escapes stripped) or a partial line does not.
     bool in_block = seg.data() >= block_.data() && seg.data() + seg.size() <= block_.data() + block_.size();

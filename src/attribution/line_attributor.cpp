@@ -51,6 +51,15 @@ inline size_t find_near(sv s, sv needle, size_t from, size_t max_offset) {
   return sv::npos;
 }
 
+// Set when a parser turned a line down for a digit's value (an hour of 25, a day of 32) rather
+// than for its shape. Lines of one digit template have one shape, so only then may another line
+// of the template fare differently: such a template's layers are not replayed (AttributionPlan).
+thread_local bool t_value_rejected = false;
+bool reject_value() {
+  t_value_rejected = true;
+  return false;
+}
+
 // "HH:MM:SS" at pos.
 bool hms_at(sv s, size_t pos, unsigned& h, unsigned& m, unsigned& sec) {
   if (!digits_at(s, pos, 2) || pos + 8 > s.size() || s[pos + 2] != ':' || !digits_at(s, pos + 3, 2) ||
@@ -59,7 +68,7 @@ bool hms_at(sv s, size_t pos, unsigned& h, unsigned& m, unsigned& sec) {
   h = num(s, pos, 2);
   m = num(s, pos + 3, 2);
   sec = num(s, pos + 6, 2);
-  return h < 24 && m < 60 && sec < 61;
+  return (h < 24 && m < 60 && sec < 61) || reject_value();
 }
 
 // Fraction after '.' or ',': returns digits consumed and milliseconds.
@@ -80,7 +89,7 @@ size_t parse_iso(sv s, Timestamp& t, bool* had_t = nullptr) {
   unsigned h, mi, sec, ms = 0;
   if (!hms_at(s, 11, h, mi, sec)) return 0;
   unsigned mon = num(s, 5, 2), day = num(s, 8, 2);
-  if (mon < 1 || mon > 12 || day < 1 || day > 31) return 0;
+  if (mon < 1 || mon > 12 || day < 1 || day > 31) return reject_value();
   size_t i = 19;
   if (i < s.size() && (s[i] == '.' || s[i] == ',') && i + 1 < s.size() && is_digit(s[i + 1])) i += 1 + frac_at(s, i + 1, ms);
   int64_t offset_min = 0;
@@ -124,7 +133,8 @@ size_t parse_mon_day_time(sv s, size_t pos, Timestamp& t) {
   else if (digits_at(s, d, 2)) day = num(s, d, 2);
   else return 0;
   // Day 0 would underflow days_from_civil (found by fuzz_attribution: "Mar 00 21:39:05").
-  if (s[d + 2] != ' ' || day < 1 || day > 31) return 0;
+  if (s[d + 2] != ' ') return 0;
+  if (day < 1 || day > 31) return reject_value();
   unsigned h, mi, sec;
   if (!hms_at(s, d + 3, h, mi, sec)) return 0;
   t.kind = Timestamp::kNoYear;
@@ -474,7 +484,7 @@ size_t p_vllm(sv s, Attribution& a) {
   unsigned h, mi, sec;
   if (!hms_at(s, i + 6, h, mi, sec)) return 0;
   unsigned mon = num(s, i, 2), day = num(s, i + 3, 2);
-  if (mon < 1 || mon > 12 || day < 1 || day > 31) return 0;
+  if (mon < 1 || mon > 12 || day < 1 || day > 31) return reject_value();
   a.time.kind = Timestamp::kNoYear;
   a.time.ms = make_ms(2000, mon, day, h, mi, sec, 0);
   size_t j = i + 14;
@@ -671,41 +681,149 @@ std::string_view strip_ansi(std::string_view line, std::string& scratch) {
   return scratch;
 }
 
-Attribution LineAttributor::attribute(std::string_view line) {
-  Attribution a;
-  sv s = line;
-  bool any_prefix = false;
+namespace {
+
+// Every prefix parser, by the id an AttributionPlan records.
+enum Parser : uint8_t {
+  kStreamTag, kBareSgr, kBracketRank, kC10Header, kBracketTime, kOmpi, kKubePrefix, kDmesg, kRay, kCri, kIsoPlain,
+  kSlurmLabel, kPdsh, kNccl, kGlog, kSyslog, kVllm, kPylogDefault, kParserCount
+};
+
+size_t run_parser(Parser p, sv s, Attribution& a, bool pdsh) {
+  switch (p) {
+    case kStreamTag: return p_stream_tag(s, a);
+    case kBareSgr: return p_bare_sgr(s, a);
+    case kBracketRank: return p_bracket_rank(s, a);
+    case kC10Header: return p_c10_header(s, a);
+    case kBracketTime: return p_bracket_time(s, a);
+    case kOmpi: return p_ompi(s, a);
+    case kKubePrefix: return p_kube_prefix(s, a);
+    case kDmesg: return p_dmesg(s, a);
+    case kRay: return p_ray(s, a);
+    case kCri: return p_cri(s, a);
+    case kIsoPlain: return p_iso_plain(s, a);
+    case kSlurmLabel: return p_slurm_label(s, a);
+    case kPdsh: return p_pdsh(s, a, pdsh);
+    case kNccl: return p_nccl(s, a);
+    case kGlog: return p_glog(s, a);
+    case kSyslog: return p_syslog(s, a);
+    case kVllm: return p_vllm(s, a);
+    case kPylogDefault: return p_pylog_default(s, a);
+    case kParserCount: break;
+  }
+  return 0;
+}
+
+// The parsers tried, in order, on text starting with `c`: the first that accepts wins.
+// pdsh's "host: " is a launcher layer: only a transport envelope may sit outside it, so it is
+// tried only while nothing (rank, local rank, host) is known yet (`outermost`).
+size_t candidates(char c, bool outermost, Parser* out) {
+  size_t n = 0;
+  if (c == '[') {
+    for (Parser p : {kStreamTag, kBareSgr, kBracketRank, kC10Header, kBracketTime, kOmpi, kKubePrefix, kDmesg}) out[n++] = p;
+  } else if (c == '(') {
+    out[n++] = kRay;
+  } else if (is_digit(c)) {
+    for (Parser p : {kCri, kIsoPlain, kSlurmLabel}) out[n++] = p;
+    if (outermost) out[n++] = kPdsh;
+    out[n++] = kNccl;
+  } else if (c == ' ') {
+    out[n++] = kSlurmLabel;
+    out[n++] = kBracketTime;
+  } else {
+    if (is_severity_letter(c, false)) out[n++] = kGlog;
+    if (is_upper(c))
+      for (Parser p : {kSyslog, kVllm, kOmpi, kPylogDefault}) out[n++] = p;
+    if (c == 'P') out[n++] = kSlurmLabel;
+    out[n++] = kNccl;
+    if (outermost) out[n++] = kPdsh;
+  }
+  return n;
+}
+
+bool same_fields(const Attribution& x, const Attribution& y) {
+  return x.rank == y.rank && x.local_rank == y.local_rank && x.host.data() == y.host.data() &&
+         x.host.size() == y.host.size() && x.pid == y.pid && x.time.kind == y.time.kind && x.time.ms == y.time.ms &&
+         x.fatal == y.fatal;
+}
+
+bool is_outermost(const Attribution& a) { return a.rank < 0 && a.local_rank < 0 && a.host.empty(); }
+
+}  // namespace
+
+size_t LineAttributor::peel(sv line, Attribution& a, AttributionPlan* record) const {
   // Peel layers from the outside in; layers may come in any order, so restart after each.
-  for (int round = 0; round < 12 && !s.empty(); ++round) {
-    size_t n = 0;
-    char c = s[0];
-    // pdsh's "host: " is a launcher layer: only a transport envelope may sit outside it.
-    bool outermost = a.rank < 0 && a.local_rank < 0 && a.host.empty();
-    if (c == '[') {
-      if (!(n = p_stream_tag(s, a)) && !(n = p_bare_sgr(s, a)) && !(n = p_bracket_rank(s, a)) && !(n = p_c10_header(s, a)) && !(n = p_bracket_time(s, a)) &&
-          !(n = p_ompi(s, a)) && !(n = p_kube_prefix(s, a)))
-        n = p_dmesg(s, a);
-    } else if (c == '(') {
-      n = p_ray(s, a);
-    } else if (is_digit(c)) {
-      if (!(n = p_cri(s, a)) && !(n = p_iso_plain(s, a)) && !(n = p_slurm_label(s, a)) &&
-          !(outermost && (n = p_pdsh(s, a, pdsh_))))
-        n = p_nccl(s, a);
-    } else if (c == ' ') {
-      if (!(n = p_slurm_label(s, a))) n = p_bracket_time(s, a);
-    } else {
-      if (is_severity_letter(c, false)) n = p_glog(s, a);
-      if (!n && is_upper(c)) {
-        if (!(n = p_syslog(s, a)) && !(n = p_vllm(s, a)) && !(n = p_ompi(s, a))) n = p_pylog_default(s, a);
+  // With `record`, the layers taken are written down for replay(), unless a parser turned the
+  // line down for a digit's value or left a field set while turning it down (then lines of the
+  // same template could take other layers).
+  if (record) {
+    *record = AttributionPlan{};
+    t_value_rejected = false;
+  }
+  bool replayable = true;
+  sv s = line;
+  int round = 0;
+  for (; round < AttributionPlan::kMaxLayers && !s.empty(); ++round) {
+    bool outermost = is_outermost(a);
+    Parser tried[kParserCount];
+    size_t count = candidates(s[0], outermost, tried), n = 0;
+    for (size_t k = 0; k < count && !n; ++k) {
+      Attribution before = record ? a : Attribution{};
+      n = run_parser(tried[k], s, a, pdsh_);
+      if (n) {
+        if (record) {
+          record->parsers[round] = tried[k];
+          record->lengths[round] = static_cast<uint16_t>(std::min<size_t>(n, UINT16_MAX));
+          replayable = replayable && n <= UINT16_MAX;
+        }
+      } else if (record && !same_fields(before, a)) {
+        replayable = false;
       }
-      if (!n && c == 'P') n = p_slurm_label(s, a);
-      if (!n) n = p_nccl(s, a);
-      if (!n && outermost) n = p_pdsh(s, a, pdsh_);
     }
+    if (record && outermost) record->outermost |= static_cast<uint16_t>(1u << round);
     if (!n) break;
-    any_prefix = true;
     s.remove_prefix(n);
   }
+  if (record) {
+    record->layers = static_cast<uint8_t>(round);
+    record->pdsh = pdsh_;
+    record->state = replayable && !t_value_rejected ? AttributionPlan::kReplay : AttributionPlan::kNever;
+  }
+  return line.size() - s.size();
+}
+
+bool LineAttributor::replay(sv line, const AttributionPlan& plan, Attribution& a, size_t& consumed) const {
+  // The recorded parsers only, each checked to take the same bytes as on the recorded line; the
+  // ones that turned that line down would turn this one down too (same shape, same state).
+  if (plan.pdsh != pdsh_) return false;
+  sv s = line;
+  for (int round = 0; round < plan.layers; ++round) {
+    if (is_outermost(a) != ((plan.outermost >> round & 1u) != 0)) return false;
+    if (run_parser(static_cast<Parser>(plan.parsers[round]), s, a, pdsh_) != plan.lengths[round]) return false;
+    s.remove_prefix(plan.lengths[round]);
+  }
+  // The round that ended the recorded peel found no parser; whether pdsh was among those tried
+  // depends on what this line's layers said.
+  if (plan.layers < AttributionPlan::kMaxLayers && !s.empty() &&
+      is_outermost(a) != ((plan.outermost >> plan.layers & 1u) != 0))
+    return false;
+  consumed = line.size() - s.size();
+  return true;
+}
+
+Attribution LineAttributor::attribute(std::string_view line, AttributionPlan* plan) {
+  Attribution a;
+  size_t consumed = 0;
+  if (!plan) {
+    consumed = peel(line, a, nullptr);
+  } else if (plan->state != AttributionPlan::kReplay || !replay(line, *plan, a, consumed)) {
+    a = Attribution{};
+    AttributionPlan::State was = plan->state;
+    consumed = peel(line, a, plan);
+    if (was == AttributionPlan::kReplay) plan->state = AttributionPlan::kNever;  // this template's lines differ
+  }
+  bool any_prefix = consumed > 0;
+  sv s = line.substr(consumed);
   a.body = s;
 
   if (a.rank < 0) a.rank = rank_from_glued_prefix(line);

@@ -293,7 +293,7 @@ const std::vector<TemplateScanner::Line>& TemplateScanner::scan_directly(const P
   while (start < block.size()) {
     const void* nl = std::memchr(base + start, '\n', block.size() - start);
     size_t end = nl ? static_cast<size_t>(static_cast<const char*>(nl) - base) : block.size();
-    Line line{std::string_view(base + start, end - start), nullptr, nullptr, nullptr, 0, hints.at(start, end)};
+    Line line{std::string_view(base + start, end - start), nullptr, nullptr, nullptr, 0, hints.at(start, end), -1};
     while (cand < cands.size() && cands[cand].line_start < start) ++cand;
     if (cand < cands.size() && cands[cand].line_start == start) {
       line.patterns = miss_candidates_.patterns.data() + cands[cand].first;
@@ -326,7 +326,7 @@ const std::vector<TemplateScanner::Line>& TemplateScanner::scan(const Prefilter&
     const void* nl = std::memchr(base + start, '\n', block.size() - start);
     size_t end = nl ? static_cast<size_t>(static_cast<const char*>(nl) - base) : block.size();
     std::string_view line(base + start, end - start);
-    lines_.push_back({line, nullptr, nullptr, nullptr, 0, {}});
+    lines_.push_back({line, nullptr, nullptr, nullptr, 0, {}, -1});
     LineHints& hints = lines_.back().hints;
     int64_t slot = -1;
     bool queue = true;
@@ -395,6 +395,7 @@ const std::vector<TemplateScanner::Line>& TemplateScanner::scan(const Prefilter&
       lines_[i].starts = starts_.data() + s.first;
       lines_[i].memos = memos_.data() + s.first;
       lines_[i].count = s.count;
+      lines_[i].template_id = static_cast<int32_t>(r.slot);
     } else {
       auto [first, count] = miss_answer_[r.miss];
       lines_[i].patterns = miss_candidates_.patterns.data() + first;  // starts stay null: not located

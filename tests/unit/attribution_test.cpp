@@ -2,6 +2,15 @@
 
 #include "firstfault/attribution/line_attributor.h"
 
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <unordered_map>
+
+#include "firstfault/matcher/template_scanner.h"
+#include "firstfault/reader/log_reader.h"
+#include "test_support.h"
+
 using namespace firstfault;
 
 namespace {
@@ -235,4 +244,52 @@ TEST_CASE("attribution: rows of a torchrun failure summary take the rank its 'ra
   // A prefix that names a rank wins.
   CHECK(at.attribute("  rank      : 2 (local_rank: 2)").rank == -1);
   CHECK(at.attribute("[rank7]:  exitcode  : 1 (pid: 7)").rank == 7);
+}
+
+TEST_CASE("attribution: replaying a digit template's plan gives what a full peel gives, on every test log") {
+  // Every line of every log under testdata/, then the same line with its digits rotated (same
+  // template, other values: an hour of 23 becomes 26, a day of 31 becomes 64), through one
+  // attributor that peels in full and one that replays plans kept per template. Halfway through
+  // a file both start reading pdsh prefixes, so plans recorded before must not be replayed after.
+  size_t files = 0, lines = 0, replayed_templates = 0;
+  for (const auto& e : std::filesystem::recursive_directory_iterator(test::source_dir() + "/testdata")) {
+    std::string ext = e.path().extension().string();
+    if (!e.is_regular_file() || (ext != ".log" && ext != ".txt" && ext != ".out")) continue;
+    std::ifstream in(e.path(), std::ios::binary);
+    std::stringstream ss;
+    ss << in.rdbuf();
+    const std::string text = ss.str();
+    FileIdentity id = identity_from_path(e.path().string());
+    LineAttributor full(id), planned(id);
+    std::unordered_map<std::string, AttributionPlan> plans;
+    std::string scratch, tmpl;
+    size_t n = 0, total = static_cast<size_t>(std::count(text.begin(), text.end(), '\n'));
+    auto check = [&](std::string_view seg) {
+      tmpl.clear();
+      append_digit_template(seg, tmpl);
+      Attribution a = full.attribute(seg);
+      Attribution b = planned.attribute(seg, &plans[tmpl]);
+      INFO(e.path().string() << ": " << seg);
+      CHECK(same_attribution(a, b));
+      ++lines;
+    };
+    for_each_line(text, [&](std::string_view line) {
+      if (++n == total / 2) {
+        full.enable_pdsh();
+        planned.enable_pdsh();
+      }
+      for_each_segment(line, scratch, [&](std::string_view seg) {
+        std::string own(seg), rotated(seg);
+        for (char& c : rotated)
+          if (c >= '0' && c <= '9') c = static_cast<char>('0' + (c - '0' + 3) % 10);
+        check(own);
+        check(rotated);
+      });
+    });
+    for (const auto& [t, plan] : plans) replayed_templates += plan.state == AttributionPlan::kReplay;
+    ++files;
+  }
+  CHECK(files > 400);
+  CHECK(lines > 20000);
+  CHECK(replayed_templates > 1000);  // plans are kept, not given up on every template
 }

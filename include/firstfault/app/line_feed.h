@@ -51,7 +51,9 @@ class LineFeed : public BlockSink {
     size_t count;
   };
   static constexpr Potentials kAllPatterns{true, nullptr, nullptr, nullptr, 0};
-  void process_line(std::string_view line, const Potentials& potentials, bool partial, LineHints hints = {});
+  // `plan`: the attribution plan of the line's digit template (lines without CR or escapes only).
+  void process_line(std::string_view line, const Potentials& potentials, bool partial, LineHints hints = {},
+                    AttributionPlan* plan = nullptr);
 
   const Matcher& matcher_;
   Correlator& corr_;
@@ -65,6 +67,9 @@ class LineFeed : public BlockSink {
   TemplateScanner templates_;  // the prefilter's answers per digit template of a line
   TemplateScanner unescaped_templates_;  // the same, one line at a time, for lines with escapes
   std::string unescaped_;
+  // Per template of templates_ (by template_id): how its lines' prefixes were peeled.
+  std::vector<AttributionPlan> plans_;
+  uint64_t plans_generation_ = 0;
   std::string_view block_;  // the block being fed (its lines' tails are kept as views until its end)
   int pdsh_def_ = -1;
   int fatal_def_ = -1;  // error_fatal_line: also reported for a line whose header says F (fatal)

@@ -32,6 +32,13 @@ struct Attribution {
   bool about_rank = false;    // the launcher's line about `rank` (torchrun's failure summary), not its output
 };
 
+// Field by field, the body by its text (checks that a replayed plan gives what a full peel does).
+inline bool same_attribution(const Attribution& x, const Attribution& y) {
+  return x.rank == y.rank && x.local_rank == y.local_rank && x.host == y.host && x.pid == y.pid &&
+         x.time.kind == y.time.kind && x.time.ms == y.time.ms && x.body == y.body && x.inherited == y.inherited &&
+         x.fatal == y.fatal && x.about_rank == y.about_rank;
+}
+
 // What a file's name says about its lines (rank3.log, worker-3, node-07.out, ...).
 struct FileIdentity {
   int rank = -1;
@@ -42,18 +49,38 @@ struct FileIdentity {
 // overrides the built-in rules when non-empty.
 FileIdentity identity_from_path(std::string_view path, const std::string& rank_from = "");
 
+// The prefix layers attribute() peeled from one line, kept per digit template (the matcher's
+// TemplateScanner groups lines by it) so that the next line of the template runs only the
+// parsers that accepted, not every parser that turns it down on the way: lines of one template
+// have one shape. A replayed parser must take the same bytes again, or the line is peeled in full.
+struct AttributionPlan {
+  static constexpr int kMaxLayers = 12;
+  enum State : uint8_t { kUnknown, kReplay, kNever };  // kNever: a digit's value decided a layer
+  State state = kUnknown;
+  uint8_t layers = 0;
+  bool pdsh = false;           // recorded while "host: " prefixes were read (enable_pdsh())
+  uint16_t outermost = 0;      // bit r: nothing known yet when round r began (pdsh is tried)
+  uint8_t parsers[kMaxLayers] = {};
+  uint16_t lengths[kMaxLayers] = {};
+};
+
 class LineAttributor {
  public:
   explicit LineAttributor(FileIdentity file = {}) : file_(std::move(file)) {}
 
-  // `line` has no trailing newline, no '\r' and no ANSI escapes.
-  Attribution attribute(std::string_view line);
+  // `line` has no trailing newline, no '\r' and no ANSI escapes. With `plan` (the plan of the
+  // line's digit template, kUnknown for a new one), the layers are replayed from it or it is
+  // recorded; the result is the same either way.
+  Attribution attribute(std::string_view line, AttributionPlan* plan = nullptr);
 
   // DeepSpeed's runner prints `cmd = pdsh ...` before remote output; only then is
   // "host: text" read as a pdsh prefix (it would eat ordinary "word: text" lines otherwise).
   void enable_pdsh() { pdsh_ = true; }
 
  private:
+  size_t peel(std::string_view line, Attribution& a, AttributionPlan* record) const;
+  bool replay(std::string_view line, const AttributionPlan& plan, Attribution& a, size_t& consumed) const;
+
   FileIdentity file_;
   bool pdsh_ = false;
   int last_rank_ = -1;

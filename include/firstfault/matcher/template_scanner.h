@@ -46,6 +46,9 @@ class TemplateScanner {
     MatchMemo* memos;        // per pattern: what it did on this template (null: not cached)
     uint32_t count;
     LineHints hints;
+    // The line's template (index below templates(); -1: not cached), for callers that keep their
+    // own per-template state: it stays valid until templates() changes generation.
+    int32_t template_id = -1;
   };
   const std::vector<Line>& scan(const Prefilter& prefilter, std::string_view block);
 
@@ -53,6 +56,9 @@ class TemplateScanner {
     uint64_t lines = 0, scanned = 0, resets = 0, bypassed_blocks = 0;
   };
   const Stats& stats() const { return stats_; }
+  size_t templates() const { return templates_.size(); }
+  // Changes whenever template ids are given afresh (the cache was reset).
+  uint64_t generation() const { return stats_.resets; }
 
  private:
   static constexpr size_t kMaxTemplateBytes = 2048;      // longer lines are scanned each time
