@@ -119,10 +119,9 @@ void Correlator::add_step(size_t def, int rank, std::string_view step, std::stri
   if (referenced_[def]) note_dropped(def);
 }
 
-Correlator::RankState* Correlator::rank_state(int rank) {
+Correlator::RankState* Correlator::add_rank_state(int rank) {
   if (rank < 0) return nullptr;
   size_t r = static_cast<size_t>(rank);
-  if (r < rank_index_.size() && rank_index_[r]) return rank_index_[r];
   if (ranks_.size() >= kMaxRanks || r >= (kMaxRanks << 4)) {
     ranks_truncated_ = true;
     return nullptr;
@@ -143,7 +142,7 @@ void Correlator::observe_line(const Attribution& a, std::string_view line, uint3
   ++rs->lines;
   if (rs->host.empty() && !a.host.empty()) rs->host = std::string(a.host);
   if (a.time.valid() && a.time.kind != Timestamp::kBoot) rs->last_time = a.time;
-  if (line.empty() || trim(line).empty()) return;
+  if (line.find_first_not_of(" \t\r\n") == std::string_view::npos) return;  // blank
   // Keep the last few lines (bounded, reusing their buffers): the last line of the rank and
   // where its last progress counter is read at the end.
   size_t cap = ranks_.size() > 1024 ? 4 : kTailLines;

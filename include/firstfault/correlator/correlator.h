@@ -104,7 +104,14 @@ class Correlator {
 
   struct Hits;  // per-entry evaluation (defined in the .cpp)
 
-  RankState* rank_state(int rank);
+  // The rank's state (created on first sight); null for no rank or past kMaxRanks. The lookup of
+  // a known rank is inline: it runs for every line.
+  RankState* rank_state(int rank) {
+    if (rank >= 0 && static_cast<size_t>(rank) < rank_index_.size() && rank_index_[static_cast<size_t>(rank)])
+      return rank_index_[static_cast<size_t>(rank)];
+    return add_rank_state(rank);
+  }
+  RankState* add_rank_state(int rank);
   void note_step(int rank, std::string_view step, std::string_view line);
   void note_dropped(size_t def);  // an event of `def` was counted but not stored
   void resolve_times_and_ranks();
