@@ -814,13 +814,14 @@ bool LineAttributor::replay(sv line, const AttributionPlan& plan, Attribution& a
 Attribution LineAttributor::attribute(std::string_view line, AttributionPlan* plan) {
   Attribution a;
   size_t consumed = 0;
-  if (!plan) {
+  if (!plan || plan->state == AttributionPlan::kNever) {
     consumed = peel(line, a, nullptr);
-  } else if (plan->state != AttributionPlan::kReplay || !replay(line, *plan, a, consumed)) {
+  } else if (plan->state == AttributionPlan::kUnknown) {
+    consumed = peel(line, a, plan);  // records the plan
+  } else if (!replay(line, *plan, a, consumed)) {
     a = Attribution{};
-    AttributionPlan::State was = plan->state;
-    consumed = peel(line, a, plan);
-    if (was == AttributionPlan::kReplay) plan->state = AttributionPlan::kNever;  // this template's lines differ
+    consumed = peel(line, a, nullptr);
+    plan->state = AttributionPlan::kNever;  // this template's lines differ: peel them in full
   }
   bool any_prefix = consumed > 0;
   sv s = line.substr(consumed);

@@ -55,7 +55,7 @@ FileIdentity identity_from_path(std::string_view path, const std::string& rank_f
 // have one shape. A replayed parser must take the same bytes again, or the line is peeled in full.
 struct AttributionPlan {
   static constexpr int kMaxLayers = 12;
-  enum State : uint8_t { kUnknown, kReplay, kNever };  // kNever: a digit's value decided a layer
+  enum State : uint8_t { kUnknown, kReplay, kNever };  // kNever: peel in full (a digit's value decided a layer, or a replay failed)
   State state = kUnknown;
   uint8_t layers = 0;
   bool pdsh = false;           // recorded while "host: " prefixes were read (enable_pdsh())
