@@ -32,6 +32,33 @@ int world_or(const std::string* s, int fallback) {
   return v >= 1 && v <= kMaxRankNumber + 1 ? v : fallback;
 }
 
+// Consistency checks that compare ranks (TORCH_DISTRIBUTED_DEBUG fingerprints, DDP's model check,
+// ZeRO-3's trace check) make each rank name one rank that differs from it (`peer_rank`). When one
+// rank is odd, every other rank names it, so a rank named by more than half of the others is the
+// odd one. Only lines whose own number (`self_rank`, when given) is the line's rank vote: a
+// subgroup's numbering is not the job's. Fewer than two voters decide nothing (with two ranks
+// each names the other).
+struct PeerVote {
+  int rank = -1;
+  std::vector<int> voters;
+};
+PeerVote vote_on_peers(const std::vector<const Event*>& roots, int world) {
+  std::map<int, std::set<int>> voters_of;  // peer -> ranks that named it
+  for (const Event* ev : roots) {
+    int peer = rank_or(ev->capture("peer_rank"), -1);
+    if (peer < 0 || peer == ev->rank) continue;
+    if (const std::string* self = ev->capture("self_rank"); self && rank_or(self, -1) != ev->rank) continue;
+    voters_of[peer].insert(ev->rank);
+  }
+  PeerVote best;
+  for (const auto& [peer, voters] : voters_of) {
+    int n = static_cast<int>(voters.size());
+    if (n >= 2 && 2 * n > world - 1 && n > static_cast<int>(best.voters.size()))
+      best = PeerVote{peer, std::vector<int>(voters.begin(), voters.end())};
+  }
+  return best;
+}
+
 // A GPU's PCI address as "domain:bus:device" in lower-case hex, from either form:
 // NCCL's busId ("3b000", "a01c0", "801000": the hex digits of domain:bus:device.function run
 // together) or an Xid's "PCI:0000:3b:00" ("0000:3b:00", optionally ".0").
@@ -812,7 +839,20 @@ Diagnosis Correlator::finish() {
                          first->time.kind != Timestamp::kBoot &&
                          std::llabs(time_key(second->time) - time_key(first->time)) >= 1000;
         std::set<int> distinct(order.begin(), order.end());
-        if (!separated && world > 1 && static_cast<int>(distinct.size()) >= world) {
+        PeerVote vote = vote_on_peers(ranked_roots, world);
+        if (vote.rank >= 0) {
+          dec.rank = vote.rank;
+          dec.method = "peer-vote";
+          dec.confidence = 0.8;
+          dec.candidates = order;
+          dec.reason = fmt::format("ranks {} each found that rank {} differs from them ({} of the job's {} ranks); "
+                                   "the odd one out is rank {}",
+                                   format_ranges(vote.voters), vote.rank, vote.voters.size(), world, vote.rank);
+          if (auto it = std::find_if(ranked_roots.begin(), ranked_roots.end(),
+                                     [&](const Event* ev) { return ev->rank == vote.rank; });
+              it != ranked_roots.end())
+            dec.first_evidence = to_evidence(**it, name_of_ref(*it), role_of_ref(*it));
+        } else if (!separated && world > 1 && static_cast<int>(distinct.size()) >= world) {
           dec.rank.reset();
           dec.method = "job-wide";
           dec.confidence = 0.6;

@@ -288,3 +288,64 @@ TEST_CASE("correlator: a 'scope: job' entry (a configuration error) names no ini
   REQUIRE(d.initiating.first_evidence);
   CHECK(d.initiating.first_evidence->rank == 4);
 }
+
+namespace {
+// TORCH_DISTRIBUTED_DEBUG=DETAIL: each rank compares its fingerprint with ranks 0..N-1 in order
+// and raises on the first that differs (ProcessGroupWrapper.cpp).
+std::string fingerprint(int self, int peer, int seq, const char* op) {
+  return "[rank" + std::to_string(self) + "]: RuntimeError: Detected mismatch between collectives on ranks. Rank " +
+         std::to_string(self) + " is running collective: CollectiveFingerPrint(SequenceNumber=" + std::to_string(seq) +
+         ", OpType=" + op + "), but Rank " + std::to_string(peer) +
+         " is running collective: CollectiveFingerPrint(SequenceNumber=" + std::to_string(seq) + ", OpType=BROADCAST).\n";
+}
+std::string zero3(int self) {
+  return "[rank" + std::to_string(self) + "]: RuntimeError: disagreement between rank0 and rank" + std::to_string(self) +
+         ": rank0: [0, 1, 2, 453], rank" + std::to_string(self) + ": [0, 1, 2, 454]\n";
+}
+}  // namespace
+
+TEST_CASE("correlator: when every rank names the same rank as different from it, that rank is the odd one") {
+  Fixture f;
+  // Rank 3 issued a BROADCAST where the others issued an ALLREDUCE: ranks 0-2 and 4-7 all name rank 3;
+  // rank 3 names rank 0, its first difference. Printed first by rank 0, at the same second.
+  std::string log;
+  for (int r = 0; r < 8; ++r) log += fingerprint(r, r == 3 ? 0 : 3, 41, r == 3 ? "BROADCAST" : "ALLREDUCE");
+  Diagnosis d = f.run(log);
+  check_decision(d, "collective-fingerprint-mismatch", 3, "peer-vote");
+  CHECK(d.initiating.reason.find("ranks 0-2,4-7") != std::string::npos);
+}
+
+TEST_CASE("correlator: a peer vote needs more than half of the other ranks") {
+  Fixture f;
+  SECTION("two ranks name each other: undecided by vote") {
+    Diagnosis d = f.run(fingerprint(0, 1, 5, "ALLREDUCE") + fingerprint(1, 0, 5, "BROADCAST"));
+    REQUIRE(d.entry);
+    CHECK(d.initiating.method != "peer-vote");
+  }
+  SECTION("ZeRO-3: every non-zero rank disagrees with rank 0, so rank 0 is the odd one") {
+    std::string log;
+    for (int r = 0; r < 4; ++r) log += "[rank" + std::to_string(r) + "]: step 7\n";
+    for (int r = 1; r < 4; ++r) log += zero3(r);
+    check_decision(f.run(log), "zero3-trace-disagreement-across-ranks", 0, "peer-vote");
+  }
+  SECTION("ZeRO-3: two of eight ranks disagree with rank 0: they are the odd ones, not rank 0") {
+    std::string log;
+    for (int r = 0; r < 8; ++r) log += "[rank" + std::to_string(r) + "]: step 7\n";
+    log += zero3(6) + zero3(2);
+    Diagnosis d = f.run(log);
+    REQUIRE(d.entry);
+    CHECK(d.initiating.method != "peer-vote");
+    REQUIRE(d.initiating.rank);
+    CHECK(*d.initiating.rank == 6);
+  }
+  SECTION("a subgroup's numbering (Rank N is not the line's rank) does not vote") {
+    std::string log;
+    for (int r = 0; r < 4; ++r) {
+      std::string line = fingerprint(r % 2, r % 2 == 0 ? 1 : 0, 9, "ALLREDUCE");
+      log += "[rank" + std::to_string(r) + "]:" + line.substr(line.find(']') + 2);
+    }
+    Diagnosis d = f.run(log);
+    REQUIRE(d.entry);
+    CHECK(d.initiating.method != "peer-vote");
+  }
+}

@@ -60,7 +60,7 @@ struct InputSummary {
 struct RankDecision {
   std::optional<int> rank;
   std::string host;
-  std::string method;       // root-event | nccl-sequence | missing-from-timeout | launcher-verdict | silence | job-wide | none
+  std::string method;       // root-event | peer-vote | nccl-sequence | missing-from-timeout | launcher-verdict | silence | job-wide | none
   std::string reason;
   double confidence = 0;
   std::vector<int> candidates;  // in order of suspicion, when the evidence is weak
