@@ -868,6 +868,9 @@ FileIdentity identity_from_path(std::string_view path, const std::string& rank_f
   // directory (rank_3/stdout.log). Patterns are tried on the file name, then on its directory.
   static const RE2 kRankRules(
       R"((?i)(?:^|[^a-z])(?:rank|proc|process|task|stdout|stderr|worker)[_\-.]?(\d{1,6})(?:[^0-9]|$))");
+  // A directory names a rank only when the rank is its last token (rank_3/, job7_worker-2/): a
+  // directory named after a case or run ("oom-on-rank0-tokenize/") holds the whole job's log.
+  static const RE2 kDirRankRules(R"((?i)(?:^|[^a-z])(?:rank|proc|process|task|worker)[_\-.]?(\d{1,6})$)");
   static const RE2 kSlurmArray(R"(slurm-\d+_(\d{1,6})\.(?:out|err|log))");
   static const RE2 kNode(R"((?i)^((?:node|host|gpu|nid)[\w\-]*?\d+)\.(?:out|err|log|txt)$)");
   size_t slash = p.rfind('/');
@@ -876,7 +879,7 @@ FileIdentity identity_from_path(std::string_view path, const std::string& rank_f
   std::string dirname = dir.substr(dir.rfind('/') == std::string::npos ? 0 : dir.rfind('/') + 1);
   std::string v;
   if (RE2::PartialMatch(name, kSlurmArray, &v) || RE2::PartialMatch(name, kRankRules, &v) ||
-      RE2::PartialMatch(dirname, kRankRules, &v)) {
+      RE2::PartialMatch(dirname, kDirRankRules, &v)) {
     if (auto r = to_int(v)) id.rank = rank_or_none(*r);
   }
   std::string host;
