@@ -647,6 +647,19 @@ int summary_row(sv body) {
 
 // Lines that continue the previous record of the same process (C++ frames, what(), indented
 // traceback lines) inherit its rank.
+// torch.multiprocessing.spawn re-raises a child's exception in the parent as
+// "-- Process N terminated with the following error:" followed by the child's traceback, whose
+// lines have no prefix of their own; N is the spawn index, the local rank. Returns N or -1.
+int spawn_header(sv body) {
+  static constexpr sv kHead = "-- Process ";
+  static constexpr sv kTail = " terminated with the following error:";
+  if (body.empty() || body[0] != '-' || !starts_with(body, kHead)) return -1;
+  int64_t v = 0;
+  size_t n = parse_uint(body.substr(kHead.size()), v);
+  if (!n || v > kMaxRankNumber || !starts_with(body.substr(kHead.size() + n), kTail)) return -1;
+  return static_cast<int>(v);
+}
+
 bool is_continuation(sv body) {
   if (body.empty()) return false;
   if (body[0] == ' ' || body[0] == '\t') return true;
@@ -835,6 +848,15 @@ Attribution LineAttributor::attribute(std::string_view line, AttributionPlan* pl
     a.about_rank = true;
   }
   else if (row == -2 && summary_rank_ >= 0 && !is_continuation(s)) summary_rank_ = -1;
+  if (int p = spawn_header(s); p >= 0) {
+    spawn_local_rank_ = p;
+    if (a.rank < 0 && a.local_rank < 0) a.local_rank = p;
+  } else if (spawn_local_rank_ >= 0) {
+    // The child's traceback: "Traceback ...", indented frames, then the exception line, which ends it.
+    bool frame = starts_with(s, "Traceback (most recent call last):") || is_continuation(s);
+    if (a.rank < 0 && a.local_rank < 0 && !any_prefix) a.local_rank = spawn_local_rank_;
+    if (!frame || any_prefix) spawn_local_rank_ = -1;
+  }
   if (a.rank < 0 && a.local_rank >= 0 && a.host.empty() && file_.rank < 0) {
     // torchrun's [defaultN]: is a local rank; with no host in sight this is a one-node job,
     // where it equals the global rank.

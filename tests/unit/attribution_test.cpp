@@ -250,6 +250,24 @@ TEST_CASE("attribution: rows of a torchrun failure summary take the rank its 'ra
   CHECK(at.attribute("[rank7]:  exitcode  : 1 (pid: 7)").rank == 7);
 }
 
+TEST_CASE("attribution: a child's traceback re-raised by torch.multiprocessing.spawn takes the child's local rank") {
+  LineAttributor at;
+  CHECK(at.attribute("torch.multiprocessing.spawn.ProcessRaisedException: ").rank == -1);
+  CHECK(at.attribute("-- Process 1 terminated with the following error:").rank == 1);
+  CHECK(at.attribute("Traceback (most recent call last):").rank == 1);
+  CHECK(at.attribute("  File \"/opt/conda/lib/python3.10/site-packages/torch/multiprocessing/spawn.py\", line 69, in _wrap").rank == 1);
+  CHECK(at.attribute("    fn(i, *args)").rank == 1);
+  CHECK(at.attribute("FloatingPointError: Loss became infinite or NaN at iteration=88!").rank == 1);
+  // The exception line ends the block.
+  CHECK(at.attribute("some later line").rank == -1);
+  CHECK(at.attribute("    indented later line").rank == -1);
+  // Not a header: other wording, or no number.
+  CHECK(at.attribute("-- Process terminated with the following error:").rank == -1);
+  CHECK(at.attribute("-- Process 3 exited").rank == -1);
+  // A prefix's own rank wins over the spawn index.
+  CHECK(at.attribute("[rank5]: -- Process 3 terminated with the following error:").rank == 5);
+}
+
 TEST_CASE("attribution: replaying a digit template's plan gives what a full peel gives, on every test log") {
   // Every line of every log under testdata/, then the same line with its digits rotated (same
   // template, other values: an hour of 23 becomes 26, a day of 31 becomes 64), through one

@@ -84,6 +84,7 @@ class LineAttributor {
   FileIdentity file_;
   bool pdsh_ = false;
   int last_rank_ = -1;
+  int spawn_local_rank_ = -1;  // inside a child's traceback re-raised by torch.multiprocessing.spawn
   int summary_rank_ = -1;  // inside a torchrun failure-summary block: the rank its "rank :" row named
   std::string last_host_;
 };
