@@ -890,9 +890,9 @@ FileIdentity identity_from_path(std::string_view path, const std::string& rank_f
   // directory (rank_3/stdout.log). Patterns are tried on the file name, then on its directory.
   static const RE2 kRankRules(
       R"((?i)(?:^|[^a-z])(?:rank|proc|process|task|stdout|stderr|worker)[_\-.]?(\d{1,6})(?:[^0-9]|$))");
-  // A directory names a rank only when the rank is its last token (rank_3/, job7_worker-2/): a
-  // directory named after a case or run ("oom-on-rank0-tokenize/") holds the whole job's log.
-  static const RE2 kDirRankRules(R"((?i)(?:^|[^a-z])(?:rank|proc|process|task|worker)[_\-.]?(\d{1,6})$)");
+  // A directory names a rank only when that is all its name says (rank_3/, worker-2/): a
+  // directory named after a case or run ("oom-on-rank0/", "run-rank0-tokenize/") holds the whole job.
+  static const RE2 kDirRankRules(R"((?i)^(?:rank|proc|process|task|worker)[_\-.]?(\d{1,6})$)");
   static const RE2 kSlurmArray(R"(slurm-\d+_(\d{1,6})\.(?:out|err|log))");
   static const RE2 kNode(R"((?i)^((?:node|host|gpu|nid)[\w\-]*?\d+)\.(?:out|err|log|txt)$)");
   size_t slash = p.rfind('/');

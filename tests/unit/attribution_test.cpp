@@ -155,8 +155,9 @@ TEST_CASE("attribution: file names give the rank of unprefixed lines") {
   CHECK(identity_from_path("logs/rank3.log").rank == 3);
   CHECK(identity_from_path("logs/rank_3/stdout.log").rank == 3);
   CHECK(identity_from_path("logs/stdout_12.log").rank == 12);
-  CHECK(identity_from_path("logs/job7_worker-2/stdout.log").rank == 2);
+  CHECK(identity_from_path("logs/worker-2/stdout.log").rank == 2);
   // A directory named after a case or run is not a rank's directory.
+  CHECK(identity_from_path("cases/deepep-121-both-nodes-rank0/job.log").rank == -1);
   CHECK(identity_from_path("cases/axolotl-2684-rank0-tokenize/job.log").rank == -1);
   CHECK(identity_from_path("runs/oom-on-rank3-step500/log.txt").rank == -1);
   CHECK(identity_from_path("pod-name-worker-3").rank == 3);
