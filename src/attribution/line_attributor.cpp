@@ -225,10 +225,36 @@ size_t p_dmesg(sv s, Attribution& a) {
   return 0;
 }
 
+// An ANSI colour code whose ESC byte was lost on the way ("[36m(main_task pid=1) ..."), at the
+// start of a line: only "[" digits (";" digits) "m".
+size_t p_bare_sgr(sv s, Attribution&) {
+  size_t i = 1;
+  while (i < s.size() && i < 16 && (is_digit(s[i]) || s[i] == ';')) ++i;
+  return i > 1 && i < s.size() && s[i] == 'm' && is_digit(s[1]) ? i + 1 : 0;
+}
+
+// The same colour code pasted as the caret notation a terminal shows for ESC ("^[[36m(pid=1) ...").
+size_t p_caret_sgr(sv s, Attribution& a) {
+  if (s.size() < 5 || s[0] != '^' || s[1] != '[' || s[2] != '[') return 0;  // "^[" stands for ESC
+  size_t n = p_bare_sgr(s.substr(2), a);
+  return n ? n + 2 : 0;
+}
+
 // Ray: "(RayTrainWorker pid=75123, ip=10.0.0.1) ", "(MegatronPolicyWorker[rank=0] pid=1, ip=..) ", "(pid=45601) "
 size_t p_ray(sv s, Attribution& a) {
   if (s.size() < 8 || s[0] != '(') return 0;
-  size_t close = find_near(s, ") ", 0, 200);
+  // The tag ends at ") ", or at ")" and a colour reset whose ESC was lost: ")[0m " / ")^[[0m ".
+  size_t close = sv::npos, end = 0;
+  for (size_t p = find_near(s, ")", 0, 200); p != sv::npos && p < 200; p = find_near(s, ")", p + 1, 200 - p)) {
+    size_t q = p + 1;
+    if (q < s.size() && s[q] == '[') q += p_bare_sgr(s.substr(q), a);
+    else if (q < s.size() && s[q] == '^') q += p_caret_sgr(s.substr(q), a);
+    if (q < s.size() && s[q] == ' ') {
+      close = p;
+      end = q + 1;
+      break;
+    }
+  }
   if (close == sv::npos) return 0;
   sv inner = s.substr(1, close - 1);
   size_t pidpos = inner.find("pid=");
@@ -243,7 +269,7 @@ size_t p_ray(sv s, Attribution& a) {
   size_t r = inner.find("[rank=");
   if (r != sv::npos && parse_uint(inner.substr(r + 6), rank)) a.rank = rank_or_none(rank);
   else if ((r = inner.find(" rank=")) != sv::npos && parse_uint(inner.substr(r + 6), rank)) a.rank = rank_or_none(rank);
-  return close + 2;
+  return end;
 }
 
 // Open MPI: "[1,3]<stderr>:", "[1,3][host:pid]<stdout>: ", "[3]<stdout>:", with an optional ctime before it.
@@ -293,14 +319,6 @@ size_t p_ompi(sv s, Attribution& a) {
 // merge a process's two streams). The text after it keeps its indentation (traceback lines).
 size_t p_stream_tag(sv s, Attribution&) {
   return starts_with(s, "[stderr]") || starts_with(s, "[stdout]") ? 8 : 0;
-}
-
-// An ANSI colour code whose ESC byte was lost on the way ("[36m(main_task pid=1) ..."), at the
-// start of a line: only "[" digits (";" digits) "m".
-size_t p_bare_sgr(sv s, Attribution&) {
-  size_t i = 1;
-  while (i < s.size() && i < 16 && (is_digit(s[i]) || s[i] == ';')) ++i;
-  return i > 1 && i < s.size() && s[i] == 'm' && is_digit(s[1]) ? i + 1 : 0;
 }
 
 // "[rank3]:" (c10, no space) / "[rank3]: " (excepthook) / "[default3]:" (torchrun tee, local rank) / "[3]:"
@@ -606,6 +624,12 @@ int rank_from_message(sv body) {
     }
     pos += 5;
   }
+  // "[RANK 1] " (TensorRT-LLM's Python logger, training wrappers): an upper-case tag of its own.
+  if ((pos = body.find("[RANK ")) != sv::npos) {
+    int64_t v = 0;
+    size_t n = parse_uint(body.substr(pos + 6), v);
+    if (n && pos + 6 + n < body.size() && body[pos + 6 + n] == ']') return rank_or_none(v);
+  }
   return -1;
 }
 
@@ -699,7 +723,7 @@ namespace {
 // Every prefix parser, by the id an AttributionPlan records.
 enum Parser : uint8_t {
   kStreamTag, kBareSgr, kBracketRank, kC10Header, kBracketTime, kOmpi, kKubePrefix, kDmesg, kRay, kCri, kIsoPlain,
-  kSlurmLabel, kPdsh, kNccl, kGlog, kSyslog, kVllm, kPylogDefault, kParserCount
+  kSlurmLabel, kPdsh, kNccl, kGlog, kSyslog, kVllm, kPylogDefault, kCaretSgr, kParserCount
 };
 
 size_t run_parser(Parser p, sv s, Attribution& a, bool pdsh) {
@@ -722,6 +746,7 @@ size_t run_parser(Parser p, sv s, Attribution& a, bool pdsh) {
     case kSyslog: return p_syslog(s, a);
     case kVllm: return p_vllm(s, a);
     case kPylogDefault: return p_pylog_default(s, a);
+    case kCaretSgr: return p_caret_sgr(s, a);
     case kParserCount: break;
   }
   return 0;
@@ -736,6 +761,8 @@ size_t candidates(char c, bool outermost, Parser* out) {
     for (Parser p : {kStreamTag, kBareSgr, kBracketRank, kC10Header, kBracketTime, kOmpi, kKubePrefix, kDmesg}) out[n++] = p;
   } else if (c == '(') {
     out[n++] = kRay;
+  } else if (c == '^') {
+    out[n++] = kCaretSgr;
   } else if (is_digit(c)) {
     for (Parser p : {kCri, kIsoPlain, kSlurmLabel}) out[n++] = p;
     if (outermost) out[n++] = kPdsh;

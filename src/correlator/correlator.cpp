@@ -32,29 +32,40 @@ int world_or(const std::string* s, int fallback) {
   return v >= 1 && v <= kMaxRankNumber + 1 ? v : fallback;
 }
 
-// Consistency checks that compare ranks (TORCH_DISTRIBUTED_DEBUG fingerprints, DDP's model check,
-// ZeRO-3's trace check) make each rank name one rank that differs from it (`peer_rank`). When one
-// rank is odd, every other rank names it, so a rank named by more than half of the others is the
-// odd one. Only lines whose own number (`self_rank`, when given) is the line's rank vote: a
-// subgroup's numbering is not the job's. Fewer than two voters decide nothing (with two ranks
-// each names the other).
+// Consistency checks that compare ranks name, on each rank that raises, one rank that differs
+// from it. Two kinds (docs/initiating-rank.md):
+// - `peer_rank`: every rank runs the check against all others and names the first that differs
+//   (TORCH_DISTRIBUTED_DEBUG fingerprints, DDP's model check). When one rank is odd, every other
+//   rank names it, so a rank named by at least two ranks, and by more ranks than all other named
+//   ranks together, is the odd one, even in an excerpt that shows only a few ranks.
+// - `reference_rank`: only ranks that differ from a reference raise (ZeRO-3's "disagreement
+//   between rank0 and rankN"): the reference is the odd one only when more than half of the
+//   job's other ranks disagree with it.
+// Only lines whose own number (`self_rank`, when given) is the line's rank vote: a subgroup's
+// numbering is not the job's.
 struct PeerVote {
   int rank = -1;
   std::vector<int> voters;
 };
 PeerVote vote_on_peers(const std::vector<const Event*>& roots, int world) {
-  std::map<int, std::set<int>> voters_of;  // peer -> ranks that named it
+  std::map<int, std::set<int>> named, referenced;  // named rank -> ranks that named it
   for (const Event* ev : roots) {
-    int peer = rank_or(ev->capture("peer_rank"), -1);
-    if (peer < 0 || peer == ev->rank) continue;
     if (const std::string* self = ev->capture("self_rank"); self && rank_or(self, -1) != ev->rank) continue;
-    voters_of[peer].insert(ev->rank);
+    if (int p = rank_or(ev->capture("peer_rank"), -1); p >= 0 && p != ev->rank) named[p].insert(ev->rank);
+    if (int p = rank_or(ev->capture("reference_rank"), -1); p >= 0 && p != ev->rank) referenced[p].insert(ev->rank);
   }
   PeerVote best;
-  for (const auto& [peer, voters] : voters_of) {
+  for (const auto& [peer, voters] : named) {
+    size_t others = 0;  // votes for any other rank, not counting the votes the candidate itself cast
+    for (const auto& [q, vq] : named)
+      if (q != peer) others += vq.size() - vq.count(peer);
+    if (voters.size() >= 2 && voters.size() > others) best = PeerVote{peer, std::vector<int>(voters.begin(), voters.end())};
+  }
+  if (best.rank >= 0) return best;
+  for (const auto& [ref, voters] : referenced) {
     int n = static_cast<int>(voters.size());
     if (n >= 2 && 2 * n > world - 1 && n > static_cast<int>(best.voters.size()))
-      best = PeerVote{peer, std::vector<int>(voters.begin(), voters.end())};
+      best = PeerVote{ref, std::vector<int>(voters.begin(), voters.end())};
   }
   return best;
 }
@@ -845,9 +856,8 @@ Diagnosis Correlator::finish() {
           dec.method = "peer-vote";
           dec.confidence = 0.8;
           dec.candidates = order;
-          dec.reason = fmt::format("ranks {} each found that rank {} differs from them ({} of the job's {} ranks); "
-                                   "the odd one out is rank {}",
-                                   format_ranges(vote.voters), vote.rank, vote.voters.size(), world, vote.rank);
+          dec.reason = fmt::format("ranks {} each found that rank {} differs from them; the odd one out is rank {}",
+                                   format_ranges(vote.voters), vote.rank, vote.rank);
           if (auto it = std::find_if(ranked_roots.begin(), ranked_roots.end(),
                                      [&](const Event* ev) { return ev->rank == vote.rank; });
               it != ranked_roots.end())

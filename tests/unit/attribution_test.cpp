@@ -216,6 +216,15 @@ TEST_CASE("attribution: vLLM V1 worker prefix carries the rank; a colour code th
   CHECK(b.pid == 2961);
   CHECK(b.body == "ValueError: max_num_batched_tokens (8192) is smaller than max_model_len (32768)");
   CHECK(attr("[12] items left").body == "[12] items left");
+  // Pasted in caret notation, as a terminal shows ESC.
+  auto c = attr("^[[36m(WorkerDict pid=4113, ip=10.0.0.7)^[[0m Ray OOM: task killed");
+  CHECK(c.pid == 4113);
+  CHECK(c.host == "10.0.0.7");
+  CHECK(attr("^[ not a colour").body == "^[ not a colour");
+  // An upper-case rank tag of its own (TensorRT-LLM's Python logger).
+  CHECK(attr("[07/08/2025-19:47:15] [TRT-LLM] [RANK 1] [E] Failed to initialize executor on rank 1").rank == 1);
+  CHECK(attr("[RANK 4] 2026-05-19 10:10:29,604 [ERROR] GPU circuit breaker OPEN").rank == 4);
+  CHECK(attr("[RANKS 4] x").rank == -1);
 }
 
 TEST_CASE("attribution: SGLang's worker tags after the time give the rank when TP alone numbers it") {

@@ -315,7 +315,21 @@ TEST_CASE("correlator: when every rank names the same rank as different from it,
   CHECK(d.initiating.reason.find("ranks 0-2,4-7") != std::string::npos);
 }
 
-TEST_CASE("correlator: a peer vote needs more than half of the other ranks") {
+TEST_CASE("correlator: in an excerpt, two ranks naming the same rank outvote the rank that printed first") {
+  Fixture f;
+  // SimpleTuner#2712's shape: two ranks' circuit-breaker lines name rank 7; rank 7's own traceback follows.
+  std::string log = "[RANK 4] 2026-05-19 10:10:29,604 [ERROR] " + fingerprint(4, 7, 101, "ALLGATHER").substr(9) +
+                    "[RANK 1] 2026-05-19 10:10:29,701 [ERROR] " + fingerprint(1, 7, 101, "ALLGATHER").substr(9) +
+                    "[rank7]: Traceback (most recent call last):\n";
+  Diagnosis d = f.run(log);
+  check_decision(d, "collective-fingerprint-mismatch", 7, "peer-vote");
+  // Two votes against one other vote are not enough when the other rank is named as often.
+  std::string split = fingerprint(0, 3, 9, "ALLREDUCE") + fingerprint(1, 3, 9, "ALLREDUCE") + fingerprint(2, 5, 9, "ALLREDUCE") +
+                      fingerprint(4, 5, 9, "ALLREDUCE");
+  CHECK(f.run(split).initiating.method != "peer-vote");
+}
+
+TEST_CASE("correlator: a vote for a reference rank needs more than half of the other ranks") {
   Fixture f;
   SECTION("two ranks name each other: undecided by vote") {
     Diagnosis d = f.run(fingerprint(0, 1, 5, "ALLREDUCE") + fingerprint(1, 0, 5, "BROADCAST"));
