@@ -669,8 +669,6 @@ int summary_row(sv body) {
   return field("exitcode") || field("error_file") || field("traceback") ? -1 : -2;
 }
 
-// Lines that continue the previous record of the same process (C++ frames, what(), indented
-// traceback lines) inherit its rank.
 // torch.multiprocessing.spawn re-raises a child's exception in the parent as
 // "-- Process N terminated with the following error:" followed by the child's traceback, whose
 // lines have no prefix of their own; N is the spawn index, the local rank. Returns N or -1.
@@ -684,6 +682,8 @@ int spawn_header(sv body) {
   return static_cast<int>(v);
 }
 
+// Lines that continue the previous record of the same process (C++ frames, what(), indented
+// traceback lines) inherit its rank.
 bool is_continuation(sv body) {
   if (body.empty()) return false;
   if (body[0] == ' ' || body[0] == '\t') return true;
