@@ -46,7 +46,11 @@ inline size_t find_near(sv s, sv needle, size_t from, size_t max_offset) {
   for (const char* p = base + from; p < end; ++p) {
     p = static_cast<const char*>(std::memchr(p, needle[0], static_cast<size_t>(end - p)));
     if (!p) return sv::npos;
-    if (std::memcmp(p + 1, needle.data() + 1, needle.size() - 1) == 0) return static_cast<size_t>(p - base);
+    // The second byte inline: most needles are two bytes ("] ", "]:"), and a call to memcmp for
+    // one byte cost more than the search.
+    if (needle.size() == 1 ||
+        (p[1] == needle[1] && (needle.size() == 2 || std::memcmp(p + 2, needle.data() + 2, needle.size() - 2) == 0)))
+      return static_cast<size_t>(p - base);
   }
   return sv::npos;
 }
@@ -82,14 +86,41 @@ size_t frac_at(sv s, size_t pos, unsigned& ms) {
 }
 
 // ISO-8601 / Python logging: YYYY-MM-DD[T ]HH:MM:SS([.,]f+)?(Z|[+-]hh(:?mm)?)?
+// The last minute parse_iso() accepted ("YYYY-MM-DDTHH:MM", 16 bytes, every value checked) and
+// its time: consecutive lines mostly share it, so only the seconds are read again (same result).
+struct IsoMinute {
+  bool valid = false;
+  uint64_t key[2] = {0, 0};
+  int64_t ms = 0;
+};
+thread_local IsoMinute t_iso_minute;
+
 size_t parse_iso(sv s, Timestamp& t, bool* had_t = nullptr) {
-  if (!digits_at(s, 0, 4) || s.size() < 19 || s[4] != '-' || !digits_at(s, 5, 2) || s[7] != '-' ||
-      !digits_at(s, 8, 2) || (s[10] != 'T' && s[10] != ' ' && s[10] != '_'))
-    return 0;
-  unsigned h, mi, sec, ms = 0;
-  if (!hms_at(s, 11, h, mi, sec)) return 0;
-  unsigned mon = num(s, 5, 2), day = num(s, 8, 2);
-  if (mon < 1 || mon > 12 || day < 1 || day > 31) return reject_value();
+  if (s.size() < 19) return 0;
+  uint64_t key[2];
+  std::memcpy(key, s.data(), sizeof key);
+  IsoMinute& memo = t_iso_minute;
+  int64_t minute_ms;
+  unsigned sec, ms = 0;
+  if (memo.valid && key[0] == memo.key[0] && key[1] == memo.key[1]) {
+    if (s[16] != ':' || !digits_at(s, 17, 2)) return 0;
+    sec = num(s, 17, 2);
+    if (sec >= 61) return reject_value();
+    minute_ms = memo.ms;
+  } else {
+    if (!digits_at(s, 0, 4) || s[4] != '-' || !digits_at(s, 5, 2) || s[7] != '-' || !digits_at(s, 8, 2) ||
+        (s[10] != 'T' && s[10] != ' ' && s[10] != '_'))
+      return 0;
+    unsigned h, mi;
+    if (!hms_at(s, 11, h, mi, sec)) return 0;
+    unsigned mon = num(s, 5, 2), day = num(s, 8, 2);
+    if (mon < 1 || mon > 12 || day < 1 || day > 31) return reject_value();
+    minute_ms = make_ms(num(s, 0, 4), mon, day, h, mi, 0, 0);
+    memo.valid = true;
+    memo.key[0] = key[0];
+    memo.key[1] = key[1];
+    memo.ms = minute_ms;
+  }
   size_t i = 19;
   if (i < s.size() && (s[i] == '.' || s[i] == ',') && i + 1 < s.size() && is_digit(s[i + 1])) i += 1 + frac_at(s, i + 1, ms);
   int64_t offset_min = 0;
@@ -108,7 +139,7 @@ size_t parse_iso(sv s, Timestamp& t, bool* had_t = nullptr) {
     i = j;
   }
   t.kind = Timestamp::kFull;
-  t.ms = make_ms(num(s, 0, 4), mon, day, h, mi, sec, ms) - offset_min * 60000;
+  t.ms = minute_ms + sec * 1000LL + ms - offset_min * 60000;
   if (had_t) *had_t = s[10] == 'T';
   return i;
 }

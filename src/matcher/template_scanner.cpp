@@ -57,6 +57,14 @@ void append_digit_template(std::string_view line, std::string& out) {
 
 namespace {
 
+// One line found by template_next_line(): its length (to the '\n' or the block's end) and, when
+// it is at most `max` bytes (`templated`), the hash of its digit template, written to `out`.
+struct NextLine {
+  size_t length;
+  bool templated;
+  uint64_t hash;
+};
+
 uint64_t digit_template_swar(std::string_view line, char* out, LineHints* hints) {
   uint64_t h = mix(0x243f6a8885a308d3ull, line.size());
   size_t i = 0;
@@ -130,16 +138,27 @@ uint64_t digit_template_sse2(std::string_view line, char* out, LineHints* hints)
 #if FIRSTFAULT_HAVE_AVX2_TARGET
 // The SSE2 pass on 32-byte chunks, compiled for AVX2 and chosen at run time (the binary itself
 // targets baseline x86-64). Lines average 100-200 bytes, so the wider chunk halves the loop.
-__attribute__((target("avx2"))) uint64_t digit_template_avx2(std::string_view line, char* out, LineHints* hints) {
-  const __m256i zero_char = _mm256_set1_epi8('0'), nine = _mm256_set1_epi8(9);
-  const __m256i esc = _mm256_set1_epi8('\x1b'), nul = _mm256_setzero_si256(), cr = _mm256_set1_epi8('\r');
-  __m256i acc = _mm256_set_epi64x(0x452821e638d01377ll, static_cast<long long>(0xbe5466cf34e90c6cull),
-                                  static_cast<long long>(line.size()), 0x243f6a8885a308d3ll);
-  __m256i key = _mm256_set_epi64x(static_cast<long long>(0xc0ac29b7c97c50ddull), 0x3f84d5b5b5470917ll,
-                                  0x13198a2e03707344ll, static_cast<long long>(0xa4093822299f31d0ull));
-  const __m256i step = _mm256_set1_epi64x(static_cast<long long>(0x9e3779b97f4a7c15ull));
-  __m256i specials = _mm256_setzero_si256(), returns = _mm256_setzero_si256();
-  auto chunk = [&](__m256i v, char* dst, size_t n) __attribute__((target("avx2"))) {
+// The state is its own type so that the fused line splitter below (template_next_line_avx2)
+// runs the very same chunks and gives the very same hash.
+struct Avx2Template {
+  __m256i zero_char, nine, esc, nul, cr, acc, key, step, specials, returns;
+
+  __attribute__((target("avx2"))) Avx2Template() {
+    zero_char = _mm256_set1_epi8('0');
+    nine = _mm256_set1_epi8(9);
+    esc = _mm256_set1_epi8('\x1b');
+    nul = _mm256_setzero_si256();
+    cr = _mm256_set1_epi8('\r');
+    // The line's length joins the second lane in finish(): a sum, so the order does not matter.
+    acc = _mm256_set_epi64x(0x452821e638d01377ll, static_cast<long long>(0xbe5466cf34e90c6cull), 0,
+                            0x243f6a8885a308d3ll);
+    key = _mm256_set_epi64x(static_cast<long long>(0xc0ac29b7c97c50ddull), 0x3f84d5b5b5470917ll,
+                            0x13198a2e03707344ll, static_cast<long long>(0xa4093822299f31d0ull));
+    step = _mm256_set1_epi64x(static_cast<long long>(0x9e3779b97f4a7c15ull));
+    specials = returns = _mm256_setzero_si256();
+  }
+
+  __attribute__((target("avx2"))) void chunk(__m256i v, char* dst, size_t n) {
     __m256i d = _mm256_sub_epi8(v, zero_char);
     __m256i is_digit = _mm256_cmpeq_epi8(_mm256_max_epu8(d, nine), nine);
     __m256i m = _mm256_blendv_epi8(v, zero_char, is_digit);
@@ -155,31 +174,71 @@ __attribute__((target("avx2"))) uint64_t digit_template_avx2(std::string_view li
     key = _mm256_add_epi64(key, step);
     acc = _mm256_add_epi64(acc, _mm256_mul_epu32(k, _mm256_shuffle_epi32(k, _MM_SHUFFLE(2, 3, 0, 1))));
     acc = _mm256_add_epi64(acc, _mm256_shuffle_epi32(m, _MM_SHUFFLE(1, 0, 3, 2)));
-  };
+  }
+
+  // The line's tail from byte `i` of `n` (i < n): its last 32 bytes, overlapping the chunk
+  // before (bytes hashed twice are still a function of the template, and no padded copy is
+  // needed), or, for a line under 32 bytes, a copy padded with 0xff (not a digit, ESC, NUL or CR).
+  __attribute__((target("avx2"))) void tail(const char* p, size_t i, size_t n, char* out) {
+    if (n >= 32) {
+      chunk(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p + n - 32)), out + n - 32, 32);
+    } else {
+      alignas(32) char tmp[32];
+      std::memset(tmp, 0xff, sizeof tmp);
+      std::memcpy(tmp, p + i, n - i);
+      chunk(_mm256_load_si256(reinterpret_cast<const __m256i*>(tmp)), out + i, n - i);
+    }
+  }
+
+  __attribute__((target("avx2"))) uint64_t finish(size_t n, LineHints* hints) {
+    acc = _mm256_add_epi64(acc, _mm256_set_epi64x(0, 0, static_cast<long long>(n), 0));
+    if (hints) {
+      hints->may_have_escapes = _mm256_movemask_epi8(specials) != 0;
+      hints->may_have_cr = _mm256_movemask_epi8(returns) != 0;
+    }
+    alignas(32) uint64_t lanes[4];
+    _mm256_store_si256(reinterpret_cast<__m256i*>(lanes), acc);
+    return mix(mix(mix(mix(lanes[0], lanes[1]), lanes[2]), lanes[3]), n);
+  }
+};
+
+__attribute__((target("avx2"))) uint64_t digit_template_avx2(std::string_view line, char* out, LineHints* hints) {
+  Avx2Template t;
   const char* p = line.data();
   size_t n = line.size(), i = 0;
-  for (; i + 32 <= n; i += 32) chunk(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p + i)), out + i, 32);
-  if (i < n && n >= 32) {
-    // The tail as the line's last 32 bytes, overlapping the chunk before: bytes hashed twice
-    // are still a function of the template, and no copy to a padded buffer is needed.
-    chunk(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p + n - 32)), out + n - 32, 32);
-  } else if (i < n) {
-    alignas(32) char tmp[32];
-    std::memset(tmp, 0xff, sizeof tmp);
-    std::memcpy(tmp, p + i, n - i);
-    chunk(_mm256_load_si256(reinterpret_cast<const __m256i*>(tmp)), out + i, n - i);
+  for (; i + 32 <= n; i += 32) t.chunk(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p + i)), out + i, 32);
+  if (i < n) t.tail(p, i, n, out);
+  return t.finish(n, hints);
+}
+
+// Finds the end of the line at `p` and templates it in the same loads: a chunk without '\n'
+// is a whole chunk of the line; the chunk with it gives the length and then the tail, exactly as
+// digit_template_avx2() runs them. Near the block's end or past `max` bytes it hands over to
+// memchr (and digit_template_avx2() from the start, when the line is short enough after all).
+__attribute__((target("avx2"))) NextLine template_next_line_avx2(const char* p, const char* end, size_t max,
+                                                                  char* out, LineHints* hints) {
+  Avx2Template t;
+  const __m256i newline = _mm256_set1_epi8('\n');
+  size_t avail = static_cast<size_t>(end - p), i = 0;
+  for (; i + 32 <= avail && i + 32 <= max; i += 32) {
+    __m256i v = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p + i));
+    uint32_t nl = static_cast<uint32_t>(_mm256_movemask_epi8(_mm256_cmpeq_epi8(v, newline)));
+    if (nl) {
+      size_t n = i + static_cast<size_t>(__builtin_ctz(nl));
+      if (i < n) t.tail(p, i, n, out);
+      return {n, true, t.finish(n, hints)};
+    }
+    t.chunk(v, out + i, 32);
   }
-  if (hints) {
-    hints->may_have_escapes = _mm256_movemask_epi8(specials) != 0;
-    hints->may_have_cr = _mm256_movemask_epi8(returns) != 0;
-  }
-  alignas(32) uint64_t lanes[4];
-  _mm256_store_si256(reinterpret_cast<__m256i*>(lanes), acc);
-  return mix(mix(mix(mix(lanes[0], lanes[1]), lanes[2]), lanes[3]), n);
+  const void* nl = std::memchr(p + i, '\n', avail - i);
+  size_t n = nl ? static_cast<size_t>(static_cast<const char*>(nl) - p) : avail;
+  if (n > max) return {n, false, 0};
+  return {n, true, digit_template_avx2(std::string_view(p, n), out, hints)};
 }
 #endif
 
 using DigitTemplateFn = uint64_t (*)(std::string_view, char*, LineHints*);
+using NextLineFn = NextLine (*)(const char*, const char*, size_t, char*, LineHints*);
 
 // The widest variant this CPU runs, chosen once: a run uses one variant throughout, since their
 // hashes differ (the scanner only compares hashes it made itself).
@@ -200,6 +259,29 @@ uint64_t digit_template(std::string_view line, char* out, LineHints* hints) {
   static const DigitTemplateFn best = best_digit_template();
   return best(line, out, hints);
 }
+
+namespace {
+
+NextLine template_next_line_portable(const char* p, const char* end, size_t max, char* out, LineHints* hints) {
+  const void* nl = std::memchr(p, '\n', static_cast<size_t>(end - p));
+  size_t n = nl ? static_cast<size_t>(static_cast<const char*>(nl) - p) : static_cast<size_t>(end - p);
+  if (n > max) return {n, false, 0};
+  return {n, true, digit_template(std::string_view(p, n), out, hints)};
+}
+
+// The line at `p` (up to '\n' or `end`), templated as digit_template() does, in one pass where
+// the CPU allows: memchr and then the template read every byte twice.
+NextLine template_next_line(const char* p, const char* end, size_t max, char* out, LineHints* hints) {
+  static const NextLineFn best = [] {
+#if FIRSTFAULT_HAVE_AVX2_TARGET
+    if (best_digit_template() == digit_template_avx2) return template_next_line_avx2;
+#endif
+    return template_next_line_portable;
+  }();
+  return best(p, end, max, out, hints);
+}
+
+}  // namespace
 
 std::vector<DigitTemplateVariant> digit_template_variants() {
   std::vector<DigitTemplateVariant> v{{"swar", digit_template_swar}};
@@ -323,16 +405,17 @@ const std::vector<TemplateScanner::Line>& TemplateScanner::scan(const Prefilter&
   const char* base = block.data();
   size_t start = 0;
   while (start < block.size()) {
-    const void* nl = std::memchr(base + start, '\n', block.size() - start);
-    size_t end = nl ? static_cast<size_t>(static_cast<const char*>(nl) - base) : block.size();
-    std::string_view line(base + start, end - start);
-    lines_.push_back({line, nullptr, nullptr, nullptr, 0, {}, -1});
-    LineHints& hints = lines_.back().hints;
+    LineHints hints;
+    NextLine next = template_next_line(base + start, base + block.size(), kMaxTemplateBytes, tmpl_, &hints);
+    size_t end = start + next.length;
+    bool nl = end < block.size();
+    std::string_view line(base + start, next.length);
+    lines_.push_back({line, nullptr, nullptr, nullptr, 0, hints, -1});
     int64_t slot = -1;
     bool queue = true;
-    if (line.size() <= kMaxTemplateBytes) {
+    if (next.templated) {
       std::string_view tmpl(tmpl_, line.size());
-      uint64_t h = digit_template(line, tmpl_, &hints);
+      uint64_t h = next.hash;
       slot = find(h, tmpl);
       queue = slot < 0;
       if (!queue) locate(prefilter, templates_[static_cast<size_t>(slot)]);
@@ -344,7 +427,7 @@ const std::vector<TemplateScanner::Line>& TemplateScanner::scan(const Prefilter&
     } else {
       miss_starts_.push_back(misses_text_.size());
       append_digit_template(line, misses_text_);
-      hints = hints_of(line);
+      lines_.back().hints = hints_of(line);
     }
     if (queue) {
       miss_slots_.push_back(slot);

@@ -8,7 +8,9 @@
 #include <re2/re2.h>
 #include "firstfault/signatures/loader.h"
 
+#include <algorithm>
 #include <cstdlib>
+#include <random>
 #include <filesystem>
 #include "test_support.h"
 
@@ -191,6 +193,44 @@ TEST_CASE("matcher: the template scanner gives the same candidates as a direct p
       for (uint32_t k = 0; k < l.count; ++k) CHECK(l.starts[k] <= l.text.size());
   }
   CHECK(scanner.stats().scanned == 4);  // the second round and line 1 came from the cache
+}
+
+TEST_CASE("matcher: the template scanner splits lines as memchr does, and a template has one id wherever its line ends") {
+  test::RepoEngine engine;
+  const Prefilter* pf = engine.matcher.prefilter(false);
+  if (!pf) return;
+  // Lines are found in the same pass that templates them: lengths around the 32-byte chunks and
+  // around the 2048-byte template limit, ESC/CR inside, a line at the block's very end (where
+  // the pass hands over to memchr) and the same line with other digits in the middle.
+  std::mt19937 rng(11);
+  const std::string alphabet = std::string("0123456789az :/.[]") + '\x1b' + '\r';
+  std::uniform_int_distribution<size_t> pick(0, alphabet.size() - 1);
+  for (int trial = 0; trial < 60; ++trial) {
+    std::vector<std::string> lines;
+    for (size_t len : {0, 1, 31, 32, 33, 63, 64, 65, 150, 2047, 2048, 2049, 2100}) {
+      std::string line;
+      for (size_t i = 0; i < len; ++i) line += alphabet[pick(rng)];
+      lines.push_back(line);
+    }
+    std::shuffle(lines.begin(), lines.end(), rng);
+    std::string last = "[rank" + std::to_string(trial) + "]: step " + std::to_string(trial * 7) + " of 90";
+    lines.push_back(shift_digits(last, 3));
+    lines.push_back(last);  // no newline after it
+    std::string block;
+    for (size_t i = 0; i < lines.size(); ++i) block += lines[i] + (i + 1 < lines.size() ? "\n" : "");
+    TemplateScanner scanner;
+    const auto& scanned = scanner.scan(*pf, block);
+    REQUIRE(scanned.size() == lines.size());
+    for (size_t i = 0; i < lines.size(); ++i) {
+      INFO("trial " << trial << " line " << i << " of length " << lines[i].size());
+      CHECK(scanned[i].text == lines[i]);
+      LineHints expect = hints_of(lines[i]);
+      CHECK(scanned[i].hints.may_have_escapes == expect.may_have_escapes);
+      CHECK(scanned[i].hints.may_have_cr == expect.may_have_cr);
+    }
+    CHECK(scanned.back().template_id >= 0);
+    CHECK(scanned.back().template_id == scanned[lines.size() - 2].template_id);
+  }
 }
 
 #ifdef FIRSTFAULT_HAVE_HYPERSCAN
