@@ -783,6 +783,45 @@ size_t run_parser(Parser p, sv s, Attribution& a, bool pdsh) {
   return 0;
 }
 
+// A recorded layer again, on a line of the same digit template (the bytes that are not digits are
+// the recorded line's, and digits sit where they sat), so every decision a parser made from
+// those bytes holds again: where a field ends, which delimiter follows, a level name, a file.
+// Only the digits are read: the fields they carry and the values a parser turns down (an hour
+// of 25), with the parser's own checks. The parsers most lines go through take this path and
+// return `recorded` (or 0 when a value is turned down); the others run in full, and replay()
+// checks they take the recorded bytes again.
+size_t replay_parser(Parser p, sv s, Attribution& a, bool pdsh, size_t recorded) {
+  if (recorded > s.size()) return 0;
+  switch (p) {
+    case kBracketRank: {  // "[rank3]:", "[default3]: "; the digits end where "]:" begins
+      size_t close = s[recorded - 1] == ' ' ? recorded - 3 : recorded - 2;
+      size_t d = close;
+      while (d > 1 && is_digit(s[d - 1])) --d;
+      int64_t v = 0;
+      parse_uint(s.substr(d, close - d), v);
+      if (d == 1 || (d == 5 && starts_with(s.substr(1), "rank"))) a.rank = rank_or_none(v);
+      else a.local_rank = rank_or_none(v);
+      return recorded;
+    }
+    case kBracketTime: {  // "[<ISO time>] ..." with up to two spaces before it; SGLang tags run in full
+      size_t i = s[0] == '[' ? 0 : s[1] == '[' ? 1 : 2;
+      Timestamp t;
+      size_t n = parse_iso(s.substr(i + 1), t);
+      if (!n || i + 1 + n >= s.size() || s[i + 1 + n] != ']') return n ? run_parser(p, s, a, pdsh) : 0;
+      a.time = t;
+      return recorded;
+    }
+    case kIsoPlain: {
+      Timestamp t;
+      if (!parse_iso(s, t)) return 0;
+      a.time = t;
+      return recorded;
+    }
+    default:
+      return run_parser(p, s, a, pdsh);
+  }
+}
+
 // The parsers tried, in order, on text starting with `c`: the first that accepts wins.
 // pdsh's "host: " is a launcher layer: only a transport envelope may sit outside it, so it is
 // tried only while nothing (rank, local rank, host) is known yet (`outermost`).
@@ -870,7 +909,8 @@ bool LineAttributor::replay(sv line, const AttributionPlan& plan, Attribution& a
   sv s = line;
   for (int round = 0; round < plan.layers; ++round) {
     if (is_outermost(a) != ((plan.outermost >> round & 1u) != 0)) return false;
-    if (run_parser(static_cast<Parser>(plan.parsers[round]), s, a, pdsh_) != plan.lengths[round]) return false;
+    if (replay_parser(static_cast<Parser>(plan.parsers[round]), s, a, pdsh_, plan.lengths[round]) != plan.lengths[round])
+      return false;
     s.remove_prefix(plan.lengths[round]);
   }
   // The round that ended the recorded peel found no parser; whether pdsh was among those tried
