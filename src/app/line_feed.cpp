@@ -89,8 +89,8 @@ void LineFeed::process_line(std::string_view line, const Potentials& pot, bool p
     Attribution a = attr_.attribute(seg, plan);  // one segment when there is a plan: the whole line
     // A segment inside the block outlives this call (until on_block() settles the tails);
     // one in a scratch buffer (escapes stripped) or a partial line does not.
-    bool in_block = seg.data() >= block_.data() && seg.data() + seg.size() <= block_.data() + block_.size();
-    corr_.observe_line(a, seg, input_, line_no, in_block && !block_.empty());
+    bool in_block = !block_.empty() && seg.data() >= block_.data() && seg.data() + seg.size() <= block_.data() + block_.size();
+    corr_.observe_line(a, seg, input_, line_no, in_block);
     if (observer_) observer_->on_line(a, seg, input_, line_no);
     if (!candidate && !a.fatal) return;
     bool inside = false;
@@ -124,7 +124,7 @@ void LineFeed::process_line(std::string_view line, const Potentials& pot, bool p
       // Past its storage bound a pattern is only counted (cheap); see docs/reliability.md.
       if (corr_.only_steps(static_cast<size_t>(def))) {  // a progress line: no event to build
         if (auto step = matcher_.capture(static_cast<size_t>(def), a.body, "step", memo_of(static_cast<size_t>(def))))
-          corr_.add_step(static_cast<size_t>(def), a.rank, *step, seg);
+          corr_.add_step(static_cast<size_t>(def), a.rank, *step, seg, in_block);
         else
           corr_.count_event(static_cast<size_t>(def));
         continue;

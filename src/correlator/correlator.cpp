@@ -120,6 +120,7 @@ Correlator::Correlator(const Library& lib, std::vector<size_t> tail_patterns)
       count_by_def_(lib.patterns.size(), 0),
       referenced_(lib.patterns.size(), false),
       def_has_step_(lib.patterns.size(), false),
+      dropped_noted_(lib.patterns.size(), false),
       tail_defs_(std::move(tail_patterns)) {
   for (const Entry& e : lib.entries)
     for (const PatternRef& r : e.refs) referenced_[r.def] = true;
@@ -135,25 +136,37 @@ void Correlator::count_event(size_t def) {
 }
 
 void Correlator::note_dropped(size_t def) {
+  if (dropped_noted_[def]) return;  // hot: every line of a pattern past its bound comes here
+  dropped_noted_[def] = true;
   if (std::find(limits_.dropped.begin(), limits_.dropped.end(), lib_.patterns[def].name) == limits_.dropped.end()) {
     limits_.truncated = true;
     limits_.dropped.push_back(lib_.patterns[def].name);
   }
 }
 
-void Correlator::note_step(int rank, std::string_view step, std::string_view text) {
+void Correlator::note_step(int rank, std::string_view step, std::string_view text, bool view_lasts) {
   auto v = to_int(step);
   if (!v) return;
   if (RankState* rs = rank_state(rank)) {
     rs->last_step = *v;
     rs->last_step_order = order_;
-    rs->last_progress.assign(text.substr(0, 300));
+    text = text.substr(0, 300);
+    if (view_lasts) {  // most are replaced by a later line of the block: copied at its end
+      rs->progress_pending = text;
+      if (!rs->unsettled) {
+        rs->unsettled = true;
+        unsettled_.push_back(rs);
+      }
+    } else {
+      rs->last_progress.assign(text);
+      rs->progress_pending = {};
+    }
   }
 }
 
-void Correlator::add_step(size_t def, int rank, std::string_view step, std::string_view text) {
+void Correlator::add_step(size_t def, int rank, std::string_view step, std::string_view text, bool view_lasts) {
   ++count_by_def_[def];
-  note_step(rank, step, text);
+  note_step(rank, step, text, view_lasts);
   if (referenced_[def]) note_dropped(def);
 }
 
@@ -180,7 +193,11 @@ void Correlator::observe_line(const Attribution& a, std::string_view line, uint3
   ++rs->lines;
   if (rs->host.empty() && !a.host.empty()) rs->host = std::string(a.host);
   if (a.time.valid() && a.time.kind != Timestamp::kBoot) rs->last_time = a.time;
-  if (line.find_first_not_of(" \t\r\n") == std::string_view::npos) return;  // blank
+  // Blank lines are not kept (an inline loop: find_first_not_of calls memchr per byte).
+  size_t first = 0;
+  while (first < line.size() && (line[first] == ' ' || line[first] == '\t' || line[first] == '\r' || line[first] == '\n'))
+    ++first;
+  if (first == line.size()) return;
   // Keep the last few lines (bounded, reusing their buffers): the last line of the rank and
   // where its last progress counter is read at the end.
   size_t cap = ranks_.size() > 1024 ? 4 : kTailLines;
@@ -213,6 +230,10 @@ void Correlator::observe_line(const Attribution& a, std::string_view line, uint3
 
 void Correlator::settle_tails() {
   for (RankState* rs : unsettled_) {
+    if (rs->progress_pending.data() != nullptr) {
+      rs->last_progress.assign(rs->progress_pending);
+      rs->progress_pending = {};
+    }
     for (TailLine& t : rs->tail) {
       if (t.pending.data() == nullptr) continue;
       t.text.assign(t.pending);

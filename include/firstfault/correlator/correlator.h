@@ -63,7 +63,8 @@ class Correlator {
   bool only_steps(size_t def) const {
     return def_has_step_[def] && (!referenced_[def] || events_by_def_[def].size() >= kMaxEventsPerPattern);
   }
-  void add_step(size_t def, int rank, std::string_view step, std::string_view line);
+  // With `view_lasts`, as for observe_line(): the line is copied at settle_tails().
+  void add_step(size_t def, int rank, std::string_view step, std::string_view line, bool view_lasts = false);
   void set_inputs(std::vector<InputSummary> inputs) { inputs_ = std::move(inputs); }
 
   // Appends the state of a correlator that read the *following* part of the same input
@@ -88,7 +89,7 @@ class Correlator {
   };
   struct RankState {
     std::string host;
-    bool unsettled = false;  // holds pending tail lines (listed in unsettled_)
+    bool unsettled = false;  // holds pending tail or progress lines (listed in unsettled_)
     uint64_t lines = 0;
     Timestamp last_time;
     std::vector<TailLine> tail;  // ring buffer of up to kTailLines
@@ -96,6 +97,7 @@ class Correlator {
     int64_t last_step = -1;      // from events with a `step` capture
     uint64_t last_step_order = 0;
     std::string last_progress;
+    std::string_view progress_pending;  // set: the newest progress line, not yet in last_progress
     const TailLine* newest() const {
       if (tail.empty()) return nullptr;
       return &tail[(tail_next + tail.size() - 1) % tail.size()];
@@ -112,7 +114,7 @@ class Correlator {
     return add_rank_state(rank);
   }
   RankState* add_rank_state(int rank);
-  void note_step(int rank, std::string_view step, std::string_view line);
+  void note_step(int rank, std::string_view step, std::string_view line, bool view_lasts = false);
   void note_dropped(size_t def);  // an event of `def` was counted but not stored
   void resolve_times_and_ranks();
   int64_t time_key(const Timestamp& t) const;
@@ -124,6 +126,7 @@ class Correlator {
   std::vector<uint64_t> count_by_def_;
   std::vector<bool> referenced_;    // pattern used by at least one entry
   std::vector<bool> def_has_step_;  // pattern captures `step` (progress must stay current)
+  std::vector<bool> dropped_noted_;  // pattern already listed in limits_.dropped
   std::map<int, RankState> ranks_;
   std::vector<RankState*> rank_index_;  // O(1) lookup on the hot path (map nodes are stable)
   std::vector<RankState*> unsettled_;   // ranks with tail lines kept as views
