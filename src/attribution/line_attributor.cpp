@@ -817,6 +817,46 @@ size_t replay_parser(Parser p, sv s, Attribution& a, bool pdsh, size_t recorded)
       a.time = t;
       return recorded;
     }
+    case kC10Header: {  // "[E1003 18:37:01.832146912 File.cpp:607] " or "[E File.cpp:737] "
+      if (s[2] != ' ') {
+        size_t i = 2;
+        while (is_digit(s[i])) ++i;
+        unsigned md = num(s, 2, i - 2), h, mi, sec;
+        if (!hms_at(s, i + 1, h, mi, sec)) return 0;
+        unsigned mon = md / 100, day = md % 100;
+        if (mon >= 1 && mon <= 12 && day >= 1 && day <= 31) {
+          a.time.kind = Timestamp::kNoYear;
+          a.time.ms = make_ms(2000, mon, day, h, mi, sec, 0);
+        }
+      }
+      a.fatal = a.fatal || s[1] == 'F';
+      return recorded;
+    }
+    case kGlog: {  // "W0801 13:23:17.366000 32974 path.py:900] "
+      unsigned h, mi, sec, ms = 0;
+      if (!hms_at(s, 6, h, mi, sec)) return 0;
+      size_t i = 14;
+      if (s[i] == '.') i += 1 + frac_at(s, i + 1, ms);
+      int64_t pid = 0;
+      parse_uint(s.substr(i + 1), pid);
+      unsigned mon = num(s, 1, 2), day = num(s, 3, 2);
+      if (mon >= 1 && mon <= 12 && day >= 1 && day <= 31) {
+        a.time.kind = Timestamp::kNoYear;
+        a.time.ms = make_ms(2000, mon, day, h, mi, sec, ms);
+      }
+      a.pid = pid;
+      a.fatal = a.fatal || s[0] == 'F';
+      return recorded;
+    }
+    case kNccl: {  // "host:pid:tid [dev] NCCL ..."; the host ends at the first ':'
+      size_t c1 = 0;
+      while (s[c1] != ':') ++c1;
+      int64_t pid = 0;
+      parse_uint(s.substr(c1 + 1), pid);
+      a.host = s.substr(0, c1);
+      a.pid = pid;
+      return recorded;
+    }
     default:
       return run_parser(p, s, a, pdsh);
   }
