@@ -15,7 +15,9 @@
 namespace firstfault {
 namespace {
 
-constexpr size_t kReadChunk = 4 << 20;
+// 1 MiB: the block is read twice (line templates, then attribution and matching), and at this
+// size it stays in L2 between the two passes (4 MiB did not; ~8% more CPU per GB here).
+constexpr size_t kReadChunk = 1 << 20;
 constexpr size_t kFirstChunk = 64 << 10;
 
 // A byte stream: plain fd reads, or libarchive's raw decompressor on top of one.
