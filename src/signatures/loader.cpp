@@ -59,13 +59,13 @@ const std::string& LazyRegex::pattern() const {
 const RE2* LazyRegex::get() const {
   if (!state_) return nullptr;
   std::call_once(state_->once, [s = state_.get()] {
-    // A small budget first: it bounds the DFA cache each of the ~650 regexes may grow (a
-    // regex whose cache fills falls back to RE2's slower NFA, same result), so memory stays
-    // flat over thousands of different jobs. Big patterns get up to 8 MiB.
+    // A small budget first (256 KiB): it bounds the DFA cache each of the ~1,000 regexes may
+    // grow (a regex whose cache fills falls back to RE2's slower NFA, same result), so memory
+    // stays flat over thousands of different jobs. Big patterns get up to 8 MiB.
     RE2::Options opt;
     opt.set_log_errors(false);
     std::unique_ptr<RE2> re;
-    for (int64_t budget : {int64_t{512} << 10, int64_t{8} << 20}) {
+    for (int64_t budget : {int64_t{256} << 10, int64_t{8} << 20}) {
       opt.set_max_mem(budget);
       re = std::make_unique<RE2>(s->pattern, opt);
       if (re->ok()) break;

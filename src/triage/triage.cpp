@@ -417,8 +417,10 @@ int run_triage(const TriageOptions& o, std::ostream& out) {
     std::vector<JobRecord> discovery_errors;
     std::vector<JobSpec> all = discover_jobs(o, discovery_errors);
     std::vector<JobSpec> jobs;
+    jobs.reserve(all.size() + discovery_errors.size());
     for (auto& j : all)
       if (in_shard(j.id, shard_i, shard_n)) jobs.push_back(std::move(j));
+    std::vector<JobSpec>().swap(all);  // one list of (possibly many) jobs at a time
     for (auto& e : discovery_errors)
       if (in_shard(e.job, shard_i, shard_n)) {
         JobSpec spec;
