@@ -1027,7 +1027,7 @@ FileIdentity identity_from_path(std::string_view path, const std::string& rank_f
   // Each rule names where the rank sits in the path; the last path component wins over the
   // directory (rank_3/stdout.log). Patterns are tried on the file name, then on its directory.
   static const RE2 kRankRules(
-      R"((?i)(?:^|[^a-z])(?:rank|proc|process|task|stdout|stderr|worker)[_\-.]?(\d{1,6})(?:[^0-9]|$))");
+      R"((?i)(?:^|[^a-z])(?:rank|proc|process|task|stdout|stderr|worker|workerlog)[_\-.]?(\d{1,6})(?:[^0-9]|$))");
   // A directory names a rank only when that is all its name says (rank_3/, worker-2/): a
   // directory named after a case or run ("oom-on-rank0/", "run-rank0-tokenize/") holds the whole job.
   static const RE2 kDirRankRules(R"((?i)^(?:rank|proc|process|task|worker)[_\-.]?(\d{1,6})$)");

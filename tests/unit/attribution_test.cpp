@@ -162,6 +162,7 @@ TEST_CASE("attribution: file names give the rank of unprefixed lines") {
   CHECK(identity_from_path("runs/oom-on-rank3-step500/log.txt").rank == -1);
   CHECK(identity_from_path("pod-name-worker-3").rank == 3);
   CHECK(identity_from_path("slurm-123_4.out").rank == 4);
+  CHECK(identity_from_path("log/workerlog.3").rank == 3);  // paddle.distributed.launch, one file per trainer
   CHECK(identity_from_path("node-07.out").host == "node-07");
   CHECK(identity_from_path("job.log").rank == -1);
   CHECK(identity_from_path("nccl-ib-vendor-err-129.log").rank == -1);
