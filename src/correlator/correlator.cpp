@@ -121,12 +121,14 @@ Correlator::Correlator(const Library& lib, std::vector<size_t> tail_patterns)
       referenced_(lib.patterns.size(), false),
       def_has_step_(lib.patterns.size(), false),
       dropped_noted_(lib.patterns.size(), false),
+      timeout_def_(lib.patterns.size(), false),
       tail_defs_(std::move(tail_patterns)) {
   for (const Entry& e : lib.entries)
     for (const PatternRef& r : e.refs) referenced_[r.def] = true;
   for (size_t i = 0; i < lib.patterns.size(); ++i) {
     const auto& caps = lib.patterns[i].capture_names;
     def_has_step_[i] = std::find(caps.begin(), caps.end(), "step") != caps.end();
+    timeout_def_[i] = is_nccl_timeout_def(lib, i);
   }
 }
 
@@ -638,7 +640,7 @@ Diagnosis Correlator::finish() {
     std::set<int> noseq_reporters;
     std::string noseq_op;
     for (size_t def = 0; def < events_by_def_.size(); ++def) {
-      if (!is_nccl_timeout_def(lib_, def)) continue;
+      if (!timeout_def_[def]) continue;
       for (const Event& ev : events_by_def_[def]) {
         if (ev.rank < 0) continue;
         int64_t seq = ev.capture("seq") ? to_int(*ev.capture("seq")).value_or(-1) : -1;
@@ -834,7 +836,7 @@ Diagnosis Correlator::finish() {
     // Events of other failure modes that happened first would contradict a launcher verdict.
     const Event* first_cascade = nullptr;
     for (size_t def = 0; def < events_by_def_.size(); ++def)
-      if (is_nccl_timeout_def(lib_, def))
+      if (timeout_def_[def])
         for (const Event& ev : events_by_def_[def])
           if (!first_cascade || earlier(ev, *first_cascade)) first_cascade = &ev;
 

@@ -127,6 +127,7 @@ class Correlator {
   std::vector<bool> referenced_;    // pattern used by at least one entry
   std::vector<bool> def_has_step_;  // pattern captures `step` (progress must stay current)
   std::vector<bool> dropped_noted_;  // pattern already listed in limits_.dropped
+  std::vector<bool> timeout_def_;    // pattern reports its own rank's collective timeout (is_nccl_timeout_def)
   std::map<int, RankState> ranks_;
   std::vector<RankState*> rank_index_;  // O(1) lookup on the hot path (map nodes are stable)
   std::vector<RankState*> unsettled_;   // ranks with tail lines kept as views
