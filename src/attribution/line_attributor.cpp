@@ -85,6 +85,16 @@ size_t frac_at(sv s, size_t pos, unsigned& ms) {
   return n;
 }
 
+// A glog/c10 header's year-less "MMDD hh:mm:ss" time, set only when the month and day are real
+// (an impossible date leaves the line's time unknown; it does not turn the header down).
+void set_month_day_time(Attribution& a, unsigned mon, unsigned day, unsigned h, unsigned mi, unsigned sec,
+                        unsigned ms) {
+  if (mon >= 1 && mon <= 12 && day >= 1 && day <= 31) {
+    a.time.kind = Timestamp::kNoYear;
+    a.time.ms = make_ms(2000, mon, day, h, mi, sec, ms);
+  }
+}
+
 // ISO-8601 / Python logging: YYYY-MM-DD[T ]HH:MM:SS([.,]f+)?(Z|[+-]hh(:?mm)?)?
 // The last minute parse_iso() accepted ("YYYY-MM-DDTHH:MM", 16 bytes, every value checked) and
 // its time: consecutive lines mostly share it, so only the seconds are read again (same result).
@@ -391,11 +401,7 @@ size_t p_c10_header(sv s, Attribution& a) {
     i += 9;
     unsigned ms = 0;
     if (i < s.size() && s[i] == '.') i += 1 + frac_at(s, i + 1, ms);
-    unsigned mon = md / 100, day = md % 100;
-    if (mon >= 1 && mon <= 12 && day >= 1 && day <= 31) {
-      a.time.kind = Timestamp::kNoYear;
-      a.time.ms = make_ms(2000, mon, day, h, mi, sec, 0);  // the fraction is CLOCK_MONOTONIC, not wall clock
-    }
+    set_month_day_time(a, md / 100, md % 100, h, mi, sec, 0);  // the fraction is CLOCK_MONOTONIC, not wall clock
   }
   if (i >= s.size() || s[i] != ' ') return 0;
   size_t close = find_near(s, "] ", i, 120);
@@ -421,11 +427,7 @@ size_t p_glog(sv s, Attribution& a) {
   i += n;
   size_t close = find_near(s, "] ", i, 200);
   if (close == sv::npos) return 0;
-  unsigned mon = num(s, 1, 2), day = num(s, 3, 2);
-  if (mon >= 1 && mon <= 12 && day >= 1 && day <= 31) {
-    a.time.kind = Timestamp::kNoYear;
-    a.time.ms = make_ms(2000, mon, day, h, mi, sec, ms);
-  }
+  set_month_day_time(a, num(s, 1, 2), num(s, 3, 2), h, mi, sec, ms);
   a.pid = pid;
   a.fatal = a.fatal || s[0] == 'F';
   return close + 2;
@@ -823,11 +825,7 @@ size_t replay_parser(Parser p, sv s, Attribution& a, bool pdsh, size_t recorded)
         while (is_digit(s[i])) ++i;
         unsigned md = num(s, 2, i - 2), h, mi, sec;
         if (!hms_at(s, i + 1, h, mi, sec)) return 0;
-        unsigned mon = md / 100, day = md % 100;
-        if (mon >= 1 && mon <= 12 && day >= 1 && day <= 31) {
-          a.time.kind = Timestamp::kNoYear;
-          a.time.ms = make_ms(2000, mon, day, h, mi, sec, 0);
-        }
+        set_month_day_time(a, md / 100, md % 100, h, mi, sec, 0);
       }
       a.fatal = a.fatal || s[1] == 'F';
       return recorded;
@@ -839,11 +837,7 @@ size_t replay_parser(Parser p, sv s, Attribution& a, bool pdsh, size_t recorded)
       if (s[i] == '.') i += 1 + frac_at(s, i + 1, ms);
       int64_t pid = 0;
       parse_uint(s.substr(i + 1), pid);
-      unsigned mon = num(s, 1, 2), day = num(s, 3, 2);
-      if (mon >= 1 && mon <= 12 && day >= 1 && day <= 31) {
-        a.time.kind = Timestamp::kNoYear;
-        a.time.ms = make_ms(2000, mon, day, h, mi, sec, ms);
-      }
+      set_month_day_time(a, num(s, 1, 2), num(s, 3, 2), h, mi, sec, ms);
       a.pid = pid;
       a.fatal = a.fatal || s[0] == 'F';
       return recorded;
