@@ -152,17 +152,7 @@ void Correlator::note_step(int rank, std::string_view step, std::string_view tex
   if (RankState* rs = rank_state(rank)) {
     rs->last_step = *v;
     rs->last_step_order = order_;
-    text = text.substr(0, 300);
-    if (view_lasts) {  // most are replaced by a later line of the block: copied at its end
-      rs->progress_pending = text;
-      if (!rs->unsettled) {
-        rs->unsettled = true;
-        unsettled_.push_back(rs);
-      }
-    } else {
-      rs->last_progress.assign(text);
-      rs->progress_pending = {};
-    }
+    keep_last(*rs, rs->last_progress, rs->progress_pending, text.substr(0, 300), view_lasts);
   }
 }
 
@@ -213,21 +203,25 @@ void Correlator::observe_line(const Attribution& a, std::string_view line, uint3
     t = &rs->tail[rs->tail_next];
     rs->tail_next = (rs->tail_next + 1) % rs->tail.size();
   }
-  std::string_view kept = line.substr(0, std::min(line.size(), kTailLineBytes));
-  // Most lines are pushed out of the tail by later lines of the same block: while the block is
-  // in memory only a view is kept, copied by settle_tails() at the block's end.
-  if (view_lasts) {
-    t->pending = kept;
-    if (!rs->unsettled) {
-      rs->unsettled = true;
-      unsettled_.push_back(rs);
-    }
-  } else {
-    t->text.assign(kept);
-    t->pending = {};
-  }
+  keep_last(*rs, t->text, t->pending, line.substr(0, std::min(line.size(), kTailLineBytes)), view_lasts);
   t->input = input;
   t->line_no = line_no;
+}
+
+void Correlator::keep_last(RankState& rs, std::string& text, std::string_view& pending, std::string_view line,
+                           bool view_lasts) {
+  // Most such lines are replaced by later lines of the same block: while the block is in memory
+  // only a view is kept, copied by settle_tails() at the block's end.
+  if (view_lasts) {
+    pending = line;
+    if (!rs.unsettled) {
+      rs.unsettled = true;
+      unsettled_.push_back(&rs);
+    }
+  } else {
+    text.assign(line);
+    pending = {};
+  }
 }
 
 void Correlator::settle_tails() {

@@ -116,6 +116,9 @@ class Correlator {
   RankState* add_rank_state(int rank);
   void note_step(int rank, std::string_view step, std::string_view line, bool view_lasts = false);
   void note_dropped(size_t def);  // an event of `def` was counted but not stored
+  // Keeps `line` as the rank's newest tail or progress line: a view in `pending` when the line
+  // outlives this call until settle_tails() (`view_lasts`), else copied into `text` now.
+  void keep_last(RankState& rs, std::string& text, std::string_view& pending, std::string_view line, bool view_lasts);
   void resolve_times_and_ranks();
   int64_t time_key(const Timestamp& t) const;
   bool earlier(const Event& a, const Event& b) const;
