@@ -65,6 +65,14 @@ struct NextLine {
   uint64_t hash;
 };
 
+// memchr for the line's end, then its template with the variant digit_template() runs.
+NextLine template_next_line_portable(const char* p, const char* end, size_t max, char* out, LineHints* hints) {
+  const void* nl = std::memchr(p, '\n', static_cast<size_t>(end - p));
+  size_t n = nl ? static_cast<size_t>(static_cast<const char*>(nl) - p) : static_cast<size_t>(end - p);
+  if (n > max) return {n, false, 0};
+  return {n, true, digit_template(std::string_view(p, n), out, hints)};
+}
+
 uint64_t digit_template_swar(std::string_view line, char* out, LineHints* hints) {
   uint64_t h = mix(0x243f6a8885a308d3ull, line.size());
   size_t i = 0;
@@ -214,7 +222,7 @@ __attribute__((target("avx2"))) uint64_t digit_template_avx2(std::string_view li
 // Finds the end of the line at `p` and templates it in the same loads: a chunk without '\n'
 // is a whole chunk of the line; the chunk with it gives the length and then the tail, exactly as
 // digit_template_avx2() runs them. Near the block's end or past `max` bytes it hands over to
-// memchr (and digit_template_avx2() from the start, when the line is short enough after all).
+// the memchr-then-template path.
 __attribute__((target("avx2"))) NextLine template_next_line_avx2(const char* p, const char* end, size_t max,
                                                                   char* out, LineHints* hints) {
   Avx2Template t;
@@ -230,10 +238,9 @@ __attribute__((target("avx2"))) NextLine template_next_line_avx2(const char* p, 
     }
     t.chunk(v, out + i, 32);
   }
-  const void* nl = std::memchr(p + i, '\n', avail - i);
-  size_t n = nl ? static_cast<size_t>(static_cast<const char*>(nl) - p) : avail;
-  if (n > max) return {n, false, 0};
-  return {n, true, digit_template_avx2(std::string_view(p, n), out, hints)};
+  // Rare (a block's last bytes, a line past `max`): digit_template() is this AVX2 variant here,
+  // so the hash is the one the loop above would give.
+  return template_next_line_portable(p, end, max, out, hints);
 }
 #endif
 
@@ -261,13 +268,6 @@ uint64_t digit_template(std::string_view line, char* out, LineHints* hints) {
 }
 
 namespace {
-
-NextLine template_next_line_portable(const char* p, const char* end, size_t max, char* out, LineHints* hints) {
-  const void* nl = std::memchr(p, '\n', static_cast<size_t>(end - p));
-  size_t n = nl ? static_cast<size_t>(static_cast<const char*>(nl) - p) : static_cast<size_t>(end - p);
-  if (n > max) return {n, false, 0};
-  return {n, true, digit_template(std::string_view(p, n), out, hints)};
-}
 
 // The line at `p` (up to '\n' or `end`), templated as digit_template() does, in one pass where
 // the CPU allows: memchr and then the template read every byte twice.
