@@ -362,6 +362,12 @@ size_t p_stream_tag(sv s, Attribution&) {
   return starts_with(s, "[stderr]") || starts_with(s, "[stdout]") ? 8 : 0;
 }
 
+// "[rank3]:" and "[3]:" name the global rank; any other role ("[default3]:", torchrun's tee) a local one.
+void set_bracket_rank(Attribution& a, sv role, int64_t v) {
+  if (role == "rank" || role.empty()) a.rank = rank_or_none(v);
+  else a.local_rank = rank_or_none(v);
+}
+
 // "[rank3]:" (c10, no space) / "[rank3]: " (excepthook) / "[default3]:" (torchrun tee, local rank) / "[3]:"
 size_t p_bracket_rank(sv s, Attribution& a) {
   if (s.size() < 4 || s[0] != '[') return 0;
@@ -379,8 +385,7 @@ size_t p_bracket_rank(sv s, Attribution& a) {
   if (role.empty() && close + 2 == s.size()) return 0;
   int64_t v = 0;
   parse_uint(inner.substr(d), v);
-  if (role == "rank" || role.empty()) a.rank = rank_or_none(v);
-  else a.local_rank = rank_or_none(v);
+  set_bracket_rank(a, role, v);
   size_t n = close + 2;
   if (n < s.size() && s[n] == ' ') ++n;
   return n;
@@ -801,8 +806,7 @@ size_t replay_parser(Parser p, sv s, Attribution& a, bool pdsh, size_t recorded)
       while (d > 1 && is_digit(s[d - 1])) --d;
       int64_t v = 0;
       parse_uint(s.substr(d, close - d), v);
-      if (d == 1 || (d == 5 && starts_with(s.substr(1), "rank"))) a.rank = rank_or_none(v);
-      else a.local_rank = rank_or_none(v);
+      set_bracket_rank(a, s.substr(1, d - 1), v);
       return recorded;
     }
     case kBracketTime: {  // "[<ISO time>] ..." with up to two spaces before it; SGLang tags run in full
