@@ -97,7 +97,7 @@ void analyze_input(const InputSource& in, uint32_t index, const Matcher& matcher
     std::vector<InputSummary> sums(parts);
     std::vector<Status> status(parts);
     std::vector<uint64_t> bytes(parts);
-    for (size_t p = 0; p < parts; ++p) partial.push_back(std::make_unique<Correlator>(matcher.library(), matcher.tail_patterns()));
+    for (size_t p = 0; p < parts; ++p) partial.push_back(std::make_unique<Correlator>(matcher.library(), options.tables));
     std::vector<std::thread> pool;
     for (size_t p = 0; p < parts; ++p) {
       pool.emplace_back([&, p] {
@@ -164,7 +164,7 @@ void analyze_inputs_pooled(const std::vector<InputSource>& inputs, size_t first,
         if (next >= n) return;
         k = next++;
       }
-      auto part = std::make_unique<Correlator>(matcher.library(), matcher.tail_patterns());
+      auto part = std::make_unique<Correlator>(matcher.library(), options.tables);
       std::vector<InputProblem> probs;
       if (!g_interrupted.load()) {
         summaries[first + k].path = inputs[first + k].path;
@@ -199,9 +199,11 @@ void analyze_inputs_pooled(const std::vector<InputSource>& inputs, size_t first,
 
 }  // namespace
 
-JobResult analyze_job(const std::vector<InputSource>& inputs, const Matcher& matcher, const AnalyzeOptions& options) {
+JobResult analyze_job(const std::vector<InputSource>& inputs, const Matcher& matcher, const AnalyzeOptions& job_options) {
   JobResult result;
-  Correlator corr(matcher.library(), matcher.tail_patterns());
+  AnalyzeOptions options = job_options;
+  if (!options.tables) options.tables = std::make_shared<const CorrelatorTables>(matcher.library(), matcher.tail_patterns());
+  Correlator corr(matcher.library(), options.tables);
   std::vector<InputSummary> summaries(inputs.size());
   const unsigned threads = thread_count(options);
   // Which inputs are large plain files, split across the threads (checked once per input).

@@ -114,23 +114,27 @@ struct Correlator::Hits {
   const Event* first_any = nullptr;
 };
 
-Correlator::Correlator(const Library& lib, std::vector<size_t> tail_patterns)
+CorrelatorTables::CorrelatorTables(const Library& lib, std::vector<size_t> tail_patterns)
+    : referenced(lib.patterns.size(), false),
+      has_step(lib.patterns.size(), false),
+      own_timeout(lib.patterns.size(), false),
+      tail_defs(std::move(tail_patterns)) {
+  for (const Entry& e : lib.entries)
+    for (const PatternRef& r : e.refs) referenced[r.def] = true;
+  for (size_t i = 0; i < lib.patterns.size(); ++i) {
+    const auto& caps = lib.patterns[i].capture_names;
+    has_step[i] = std::find(caps.begin(), caps.end(), "step") != caps.end();
+    own_timeout[i] = is_nccl_timeout_def(lib, i);
+  }
+}
+
+Correlator::Correlator(const Library& lib, std::shared_ptr<const CorrelatorTables> tables)
     : lib_(lib),
       events_by_def_(lib.patterns.size()),
       count_by_def_(lib.patterns.size(), 0),
-      referenced_(lib.patterns.size(), false),
-      def_has_step_(lib.patterns.size(), false),
-      dropped_noted_(lib.patterns.size(), false),
-      timeout_def_(lib.patterns.size(), false),
-      tail_defs_(std::move(tail_patterns)) {
-  for (const Entry& e : lib.entries)
-    for (const PatternRef& r : e.refs) referenced_[r.def] = true;
-  for (size_t i = 0; i < lib.patterns.size(); ++i) {
-    const auto& caps = lib.patterns[i].capture_names;
-    def_has_step_[i] = std::find(caps.begin(), caps.end(), "step") != caps.end();
-    timeout_def_[i] = is_nccl_timeout_def(lib, i);
-  }
-}
+      tables_(std::move(tables)),
+      t_(*tables_),
+      dropped_noted_(lib.patterns.size(), false) {}
 
 void Correlator::count_event(size_t def) {
   ++count_by_def_[def];
@@ -159,7 +163,7 @@ void Correlator::note_step(int rank, std::string_view step, std::string_view tex
 void Correlator::add_step(size_t def, int rank, std::string_view step, std::string_view text, bool view_lasts) {
   ++count_by_def_[def];
   note_step(rank, step, text, view_lasts);
-  if (referenced_[def]) note_dropped(def);
+  if (t_.referenced[def]) note_dropped(def);
 }
 
 Correlator::RankState* Correlator::add_rank_state(int rank) {
@@ -248,7 +252,7 @@ void Correlator::add_event(Event ev) {
   // pattern no entry uses (the engine's progress_* patterns) stores nothing else.
   if (const std::string* step = ev.capture("step")) {
     note_step(ev.rank, *step, ev.text);
-    if (!referenced_[def]) return;
+    if (!t_.referenced[def]) return;
   }
   auto& list = events_by_def_[def];
   if (list.size() >= kMaxEventsPerPattern) {
@@ -365,7 +369,7 @@ void Correlator::resolve_times_and_ranks() {
 }
 
 void Correlator::apply_tail_progress() {
-  if (tail_defs_.empty()) return;
+  if (t_.tail_defs.empty()) return;
   LineAttributor attributor;
   for (auto& [r, rs] : ranks_) {
     // Newest first: the first line with a progress counter is the rank's last progress.
@@ -374,7 +378,7 @@ void Correlator::apply_tail_progress() {
       std::string_view body = attributor.attribute(t.text).body;
       std::string step;
       bool found = false;
-      for (size_t def : tail_defs_) {
+      for (size_t def : t_.tail_defs) {
         const PatternDef& p = lib_.patterns[def];
         auto it = std::find(p.capture_names.begin(), p.capture_names.end(), "step");
         if (it == p.capture_names.end() || !p.re) continue;
@@ -634,7 +638,7 @@ Diagnosis Correlator::finish() {
     std::set<int> noseq_reporters;
     std::string noseq_op;
     for (size_t def = 0; def < events_by_def_.size(); ++def) {
-      if (!timeout_def_[def]) continue;
+      if (!t_.own_timeout[def]) continue;
       for (const Event& ev : events_by_def_[def]) {
         if (ev.rank < 0) continue;
         int64_t seq = ev.capture("seq") ? to_int(*ev.capture("seq")).value_or(-1) : -1;
@@ -830,7 +834,7 @@ Diagnosis Correlator::finish() {
     // Events of other failure modes that happened first would contradict a launcher verdict.
     const Event* first_cascade = nullptr;
     for (size_t def = 0; def < events_by_def_.size(); ++def)
-      if (timeout_def_[def])
+      if (t_.own_timeout[def])
         for (const Event& ev : events_by_def_[def])
           if (!first_cascade || earlier(ev, *first_cascade)) first_cascade = &ev;
 

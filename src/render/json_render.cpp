@@ -16,17 +16,19 @@ double round3(double v) { return std::round(v * 1000.0) / 1000.0; }
 }  // namespace
 
 json evidence_to_json(const Evidence& e) {
-  json caps = json::object();
+  // Assigned key by key: a braced initializer list copies every value once more (per job in triage).
+  json j = json::object();
+  json& caps = j["captures"] = json::object();
   for (const auto& [k, v] : e.captures) caps[k] = sanitize_utf8(v);
-  return json{{"pattern", e.pattern},
-              {"role", e.role},
-              {"file", sanitize_utf8(e.file)},
-              {"line", e.line},
-              {"rank", e.rank >= 0 ? json(e.rank) : json(nullptr)},
-              {"host", e.host.empty() ? json(nullptr) : json(sanitize_utf8(e.host))},
-              {"time", time_json(e.time)},
-              {"text", sanitize_utf8(e.text)},
-              {"captures", caps}};
+  j["file"] = sanitize_utf8(e.file);
+  j["host"] = e.host.empty() ? json(nullptr) : json(sanitize_utf8(e.host));
+  j["line"] = e.line;
+  j["pattern"] = e.pattern;
+  j["rank"] = e.rank >= 0 ? json(e.rank) : json(nullptr);
+  j["role"] = e.role;
+  j["text"] = sanitize_utf8(e.text);
+  j["time"] = time_json(e.time);
+  return j;
 }
 
 json entry_to_json(const Entry& e, const Library& lib) {
@@ -49,30 +51,29 @@ json diagnosis_to_json(const Diagnosis& d, const Library& lib) {
   j["verdict"] = d.verdict;
   if (d.entry) {
     const Entry& e = *d.entry;
-    json ev = json::array();
+    json& o = j["diagnosis"] = json::object();
+    json& ev = o["evidence"] = json::array();
     for (const auto& x : d.evidence) ev.push_back(evidence_to_json(x));
-    j["diagnosis"] = {
-        {"id", e.id},
-        {"title", e.title},
-        {"category", e.category},
-        {"severity", e.severity},
-        {"confidence", round3(d.confidence)},
-        {"initiating_rank", d.initiating.rank ? json(*d.initiating.rank) : json(nullptr)},
-        {"initiating_host", d.initiating.host.empty() ? json(nullptr) : json(sanitize_utf8(d.initiating.host))},
-        {"rank_method", d.initiating.method},
-        {"rank_confidence", round3(d.initiating.confidence)},
-        {"rank_candidates", d.initiating.candidates},
-        {"reason", sanitize_utf8(d.initiating.reason)},
-        {"first_evidence", d.initiating.first_evidence ? evidence_to_json(*d.initiating.first_evidence)
-                                                       : (d.evidence.empty() ? json(nullptr) : evidence_to_json(d.evidence.front()))},
-        {"evidence", ev},
-        {"root_cause", e.root_cause},
-        {"confirm", e.confirm},
-        {"fix", e.fix},
-        {"prevention", e.prevention},
-        {"references", e.references},
-        {"related", e.related},
-    };
+    o["id"] = e.id;
+    o["title"] = e.title;
+    o["category"] = e.category;
+    o["severity"] = e.severity;
+    o["confidence"] = round3(d.confidence);
+    o["initiating_rank"] = d.initiating.rank ? json(*d.initiating.rank) : json(nullptr);
+    o["initiating_host"] = d.initiating.host.empty() ? json(nullptr) : json(sanitize_utf8(d.initiating.host));
+    o["rank_method"] = d.initiating.method;
+    o["rank_confidence"] = round3(d.initiating.confidence);
+    o["rank_candidates"] = d.initiating.candidates;
+    o["reason"] = sanitize_utf8(d.initiating.reason);
+    o["first_evidence"] = d.initiating.first_evidence ? evidence_to_json(*d.initiating.first_evidence)
+                          : d.evidence.empty()        ? json(nullptr)
+                                                      : ev.front();
+    o["root_cause"] = e.root_cause;
+    o["confirm"] = e.confirm;
+    o["fix"] = e.fix;
+    o["prevention"] = e.prevention;
+    o["references"] = e.references;
+    o["related"] = e.related;
   } else {
     j["diagnosis"] = nullptr;
   }
@@ -86,20 +87,20 @@ json diagnosis_to_json(const Diagnosis& d, const Library& lib) {
                      {"summary", sanitize_utf8(d.collateral.summary)},
                      {"op", d.collateral.op.empty() ? json(nullptr) : json(d.collateral.op)},
                      {"seq", d.collateral.seq >= 0 ? json(d.collateral.seq) : json(nullptr)}};
-  json ranks = json::array();
+  json& ranks = j["ranks"] = json::array();
   for (const auto& r : d.ranks) {
-    ranks.push_back({{"rank", r.rank},
-                     {"host", r.host.empty() ? json(nullptr) : json(sanitize_utf8(r.host))},
-                     {"role", r.role},
-                     {"first_event", r.first_event ? evidence_to_json(*r.first_event) : json(nullptr)},
-                     {"last_line", sanitize_utf8(r.last_line)},
-                     {"last_file", sanitize_utf8(r.last_file)},
-                     {"last_line_no", r.last_line_no},
-                     {"last_time", time_json(r.last_time)},
-                     {"last_step", r.last_step >= 0 ? json(r.last_step) : json(nullptr)},
-                     {"lines", r.lines}});
+    json& o = ranks.emplace_back(json::object());
+    o["rank"] = r.rank;
+    o["host"] = r.host.empty() ? json(nullptr) : json(sanitize_utf8(r.host));
+    o["role"] = r.role;
+    o["first_event"] = r.first_event ? evidence_to_json(*r.first_event) : json(nullptr);
+    o["last_line"] = sanitize_utf8(r.last_line);
+    o["last_file"] = sanitize_utf8(r.last_file);
+    o["last_line_no"] = r.last_line_no;
+    o["last_time"] = time_json(r.last_time);
+    o["last_step"] = r.last_step >= 0 ? json(r.last_step) : json(nullptr);
+    o["lines"] = r.lines;
   }
-  j["ranks"] = ranks;
   json inputs = json::array();
   for (const auto& in : d.inputs) {
     json o = {{"path", sanitize_utf8(in.path)}, {"bytes", in.bytes}, {"lines", in.lines}};

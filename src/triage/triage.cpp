@@ -85,7 +85,7 @@ void run_archive(const std::vector<const JobSpec*>& jobs, const Matcher& matcher
     std::vector<InputSummary> inputs;
   };
   std::vector<State> st(jobs.size());
-  for (auto& s : st) s.corr = std::make_unique<Correlator>(matcher.library(), matcher.tail_patterns());
+  for (auto& s : st) s.corr = std::make_unique<Correlator>(matcher.library(), ao.tables);
   std::string archive_error;
   struct archive* a = archive_read_new();
   archive_read_support_filter_all(a);
@@ -459,6 +459,7 @@ int run_triage(const TriageOptions& o, std::ostream& out) {
     AnalyzeOptions ao;
     ao.rank_from = o.rank_from;
     ao.threads = 1;  // parallelism is across jobs here
+    ao.tables = std::make_shared<const CorrelatorTables>(lib, matcher.tail_patterns());
     unsigned workers = o.jobs ? o.jobs : std::max(1u, std::thread::hardware_concurrency());
     // Workers stay within a window of the writer, so one slow job cannot make every later
     // finished job wait in memory (items are in order of their first job, so the item holding

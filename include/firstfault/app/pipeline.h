@@ -4,6 +4,7 @@
 #include <string>
 #include <vector>
 
+#include "firstfault/correlator/correlator.h"
 #include "firstfault/correlator/diagnosis.h"
 #include "firstfault/matcher/matcher.h"
 #include "firstfault/reader/input.h"
@@ -14,6 +15,8 @@ namespace firstfault {
 struct AnalyzeOptions {
   std::string rank_from;  // --rank-from REGEX: rank from the file path
   unsigned threads = 0;   // threads for one large plain file (0: all cores)
+  // The matcher's library's tables, to share across many jobs (null: each job builds them).
+  std::shared_ptr<const CorrelatorTables> tables;
 };
 
 struct JobResult {

@@ -41,11 +41,23 @@ struct Event {
   }
 };
 
-class Correlator {
- public:
+// What a correlator needs to know of each pattern of a library. Built once and shared by every
+// job's correlators (triage runs thousands of small jobs on one library).
+struct CorrelatorTables {
   // `tail_patterns` are progress patterns applied to each rank's last lines at the end
   // (Matcher::tail_patterns()).
-  explicit Correlator(const Library& lib, std::vector<size_t> tail_patterns = {});
+  CorrelatorTables(const Library& lib, std::vector<size_t> tail_patterns);
+  std::vector<bool> referenced;   // pattern used by at least one entry
+  std::vector<bool> has_step;     // pattern captures `step` (progress must stay current)
+  std::vector<bool> own_timeout;  // pattern reports its own rank's collective timeout
+  std::vector<size_t> tail_defs;
+};
+
+class Correlator {
+ public:
+  Correlator(const Library& lib, std::shared_ptr<const CorrelatorTables> tables);
+  explicit Correlator(const Library& lib, std::vector<size_t> tail_patterns = {})
+      : Correlator(lib, std::make_shared<const CorrelatorTables>(lib, std::move(tail_patterns))) {}
 
   // Called for every line (after attribution) to keep the per-rank timeline. With `view_lasts`
   // the line's bytes stay valid until settle_tails(), so only a view is kept until then.
@@ -56,12 +68,12 @@ class Correlator {
   void add_event(Event ev);
   // Whether another event of `def` would be stored; when not, count_event() keeps the count
   // exact without building the event.
-  bool wants_event(size_t def) const { return events_by_def_[def].size() < kMaxEventsPerPattern || def_has_step_[def]; }
+  bool wants_event(size_t def) const { return events_by_def_[def].size() < kMaxEventsPerPattern || t_.has_step[def]; }
   void count_event(size_t def);
   // Whether an event of `def` would only move its rank's progress counter (a `step` capture,
   // and nothing to store); then add_step() does that without building the event.
   bool only_steps(size_t def) const {
-    return def_has_step_[def] && (!referenced_[def] || events_by_def_[def].size() >= kMaxEventsPerPattern);
+    return t_.has_step[def] && (!t_.referenced[def] || events_by_def_[def].size() >= kMaxEventsPerPattern);
   }
   // With `view_lasts`, as for observe_line(): the line is copied at settle_tails().
   void add_step(size_t def, int rank, std::string_view step, std::string_view line, bool view_lasts = false);
@@ -127,14 +139,12 @@ class Correlator {
   const Library& lib_;
   std::vector<std::vector<Event>> events_by_def_;
   std::vector<uint64_t> count_by_def_;
-  std::vector<bool> referenced_;    // pattern used by at least one entry
-  std::vector<bool> def_has_step_;  // pattern captures `step` (progress must stay current)
+  std::shared_ptr<const CorrelatorTables> tables_;
+  const CorrelatorTables& t_;  // *tables_
   std::vector<bool> dropped_noted_;  // pattern already listed in limits_.dropped
-  std::vector<bool> timeout_def_;    // pattern reports its own rank's collective timeout (is_nccl_timeout_def)
   std::map<int, RankState> ranks_;
   std::vector<RankState*> rank_index_;  // O(1) lookup on the hot path (map nodes are stable)
   std::vector<RankState*> unsettled_;   // ranks with tail lines kept as views
-  std::vector<size_t> tail_defs_;
   void apply_tail_progress();
   std::vector<InputSummary> inputs_;
   uint64_t order_ = 0;
