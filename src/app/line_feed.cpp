@@ -23,9 +23,9 @@ void LineFeed::on_block(std::string_view block) {
   if (g_interrupted.load(std::memory_order_relaxed)) return;
   // The prefilter (shared by all threads) when one is at hand: compiled into the binary for the
   // built-in library, or cached. Compiling one costs about a second, so that happens only once
-  // an input proves large; until then lines go to the RE2 set.
-  bytes_seen_ += block.size();
-  const Prefilter* pf = matcher_.prefilter(bytes_seen_ > kPrefilterAfterBytes);
+  // the inputs given to this matcher prove large; until then lines go to the RE2 set.
+  const Prefilter* pf =
+      prefer_prefilter_ ? matcher_.prefilter(true) : matcher_.prefilter_after(block.size(), kPrefilterAfterBytes);
   if (!pf) {
     BlockHints hints(block);
     size_t offset = 0;

@@ -86,6 +86,12 @@ const Prefilter* Matcher::prefilter(bool may_compile) const {
   return prefilter_.get();
 }
 
+const Prefilter* Matcher::prefilter_after(uint64_t bytes, uint64_t threshold) const {
+  if (const Prefilter* p = ready_.load(std::memory_order_acquire)) return p;
+  uint64_t seen = bytes_seen_.fetch_add(bytes, std::memory_order_relaxed) + bytes;
+  return prefilter(seen > threshold);
+}
+
 void Matcher::match(std::string_view body, std::vector<int>& hits) const {
   hits.clear();
   RE2::Set::ErrorInfo info{};

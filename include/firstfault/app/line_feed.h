@@ -39,7 +39,7 @@ class LineFeed : public BlockSink {
   void on_partial_line(std::string_view head);
 
   // The input is known to be large: use the prefilter from the first block.
-  void prefer_prefilter() { bytes_seen_ = UINT64_MAX / 2; }
+  void prefer_prefilter() { prefer_prefilter_ = true; }
 
  private:
   // The patterns a line may match, from the prefilter (TemplateScanner::Line), or all of them.
@@ -73,7 +73,7 @@ class LineFeed : public BlockSink {
   std::string_view block_;  // the block being fed (its lines' tails are kept as views until its end)
   int pdsh_def_ = -1;
   int fatal_def_ = -1;  // error_fatal_line: also reported for a line whose header says F (fatal)
-  uint64_t bytes_seen_ = 0;
+  bool prefer_prefilter_ = false;
 };
 
 }  // namespace firstfault

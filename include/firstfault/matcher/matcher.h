@@ -80,6 +80,10 @@ class Matcher {
   // second) only happens when `may_compile` (the caller saw a large input). Null when unavailable.
   const Prefilter* prefilter(bool may_compile = true) const;
   bool has_prefilter() const { return prefilter() != nullptr; }
+  // The prefilter for a block of `bytes`, compiling one once this matcher has been given more
+  // than `threshold` bytes in all: many small inputs (a triage run, a job of per-rank files)
+  // repay the compile as one large input does, when no embedded or cached one is usable.
+  const Prefilter* prefilter_after(uint64_t bytes, uint64_t threshold) const;
   // The distinct regexes matched line by line (one pattern per regex text: several entries may
   // define the same one), in the order the prefilter and the set number them.
   std::vector<const PatternDef*> line_patterns() const;
@@ -111,6 +115,7 @@ class Matcher {
   mutable bool load_tried_ = false, compile_tried_ = false;
   mutable std::unique_ptr<Prefilter> prefilter_;
   mutable std::atomic<const Prefilter*> ready_{nullptr};
+  mutable std::atomic<uint64_t> bytes_seen_{0};  // by prefilter_after()
 };
 
 }  // namespace firstfault
