@@ -52,7 +52,7 @@ int run_timeline(const TimelineOptions& o, std::ostream& out) {
   };
   std::map<std::tuple<int, std::string, std::string, int64_t>, Group> groups;
   for (const auto& rs : d.ranks) {
-    int order = rs.role == "initiating" ? 0 : rs.role == "collateral" ? 1 : 2;
+    int order = rs.role == "initiating" ? 0 : rs.role == "affected" ? 1 : rs.role == "collateral" ? 2 : 3;
     std::string pat = rs.first_event ? rs.first_event->pattern : "";
     auto key = std::make_tuple(order, rs.role, pat, rs.last_step);
     auto& g = groups[key];

@@ -1057,8 +1057,17 @@ Diagnosis Correlator::finish() {
       for (const Event* ev : top.by_ref[r])
         if (ev->rank >= 0) coll.insert(ev->rank);
     }
+    // A rank with a root event of its own hit the cause (several OOMs, a job-wide error): it did
+    // not only observe the failure, even when the launcher's teardown names it too.
+    std::set<int> affected;
+    for (size_t r = 0; r < top.entry->refs.size(); ++r)
+      if (top.entry->refs[r].role == Role::kRoot)
+        for (const Event* ev : top.by_ref[r])
+          if (ev->rank >= 0 && (!dec.rank || ev->rank != *dec.rank)) affected.insert(ev->rank);
+    for (int r : affected) coll.erase(r);
     if (dec.rank) coll.erase(*dec.rank);
     d.collateral.ranks.assign(coll.begin(), coll.end());
+    d.affected_ranks.assign(affected.begin(), affected.end());
     d.collateral.op = nccl.op;
     d.collateral.seq = nccl.seq;
     if (!nccl.reporters.empty()) {
@@ -1076,10 +1085,18 @@ Diagnosis Correlator::finish() {
         if (nccl.reporters.count(*dec.rank)) d.collateral.summary += fmt::format(" (rank {} timed out too)", *dec.rank);
         else d.collateral.summary += fmt::format(" waiting for rank {}", *dec.rank);
       }
-    } else if (!d.collateral.ranks.empty()) {
-      d.collateral.summary = fmt::format("{} {} only observed the failure (cascade or launcher teardown)",
-                                         d.collateral.ranks.size() == 1 ? "rank" : "ranks",
-                                         format_ranges(d.collateral.ranks));
+    } else if (!d.collateral.ranks.empty() || !affected.empty()) {
+      std::string hit = affected.empty() ? ""
+                        : fmt::format("{} {} hit the cause{}", affected.size() == 1 ? "rank" : "ranks",
+                                      format_ranges(d.affected_ranks), dec.rank ? " too" : "");
+      if (d.collateral.ranks.empty()) {
+        d.collateral.summary = hit + "; no rank only observed it";
+      } else {
+        d.collateral.summary = fmt::format("{} {} only observed the failure (cascade or launcher teardown)",
+                                           d.collateral.ranks.size() == 1 ? "rank" : "ranks",
+                                           format_ranges(d.collateral.ranks));
+        if (!hit.empty()) d.collateral.summary += "; " + hit;
+      }
     } else {
       d.collateral.summary = "no other rank reported an error";
     }
@@ -1118,6 +1135,7 @@ Diagnosis Correlator::finish() {
       s.first_event = to_evidence(*it->second, lib_.patterns[it->second->def].name, first_role[r]);
     }
     if (d.initiating.rank && *d.initiating.rank == r) s.role = "initiating";
+    else if (std::binary_search(d.affected_ranks.begin(), d.affected_ranks.end(), r)) s.role = "affected";
     else if (std::binary_search(d.collateral.ranks.begin(), d.collateral.ranks.end(), r)) s.role = "collateral";
     else s.role = "quiet";
     d.ranks.push_back(std::move(s));

@@ -183,6 +183,10 @@ TEST_CASE("correlator: every rank hitting the same root at once is job-wide: no 
   CHECK(d.entry->id == "cuda-oom");
   CHECK_FALSE(d.initiating.rank);
   CHECK(d.initiating.method == "job-wide");
+  // Each rank hit the cause itself: none of them is collateral.
+  CHECK(d.collateral.ranks.empty());
+  CHECK(d.collateral.summary == "ranks 0-3 hit the cause; no rank only observed it");
+  for (const RankSummary& r : d.ranks) CHECK(r.role == "affected");
 }
 
 TEST_CASE("correlator: the earlier of two ranks' root events wins when clocks separate them") {
@@ -191,6 +195,8 @@ TEST_CASE("correlator: the earlier of two ranks' root events wins when clocks se
   Diagnosis d = f.run(log);
   REQUIRE(d.initiating.rank);
   CHECK(*d.initiating.rank == 1);
+  CHECK(d.affected_ranks == std::vector<int>{5});  // it ran out of memory too: not collateral
+  CHECK(d.collateral.summary == "rank 5 hit the cause too; no rank only observed it");
 }
 
 TEST_CASE("correlator: unrecognised and clean logs") {

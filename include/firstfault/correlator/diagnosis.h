@@ -37,7 +37,7 @@ struct Candidate {
 struct RankSummary {
   int rank = -1;
   std::string host;
-  std::string role;          // initiating | collateral | quiet | unknown
+  std::string role;          // initiating | affected (hit the cause itself) | collateral | quiet | unknown
   std::optional<Evidence> first_event;  // first root/cascade/teardown event of this rank
   std::string last_line;
   std::string last_file;
@@ -87,6 +87,7 @@ struct Diagnosis {
   std::vector<Evidence> evidence;  // the top entry's evidence, strongest first (capped)
   std::vector<Candidate> alternatives;
   Collateral collateral;
+  std::vector<int> affected_ranks;  // other ranks with a root event of their own (not collateral)
   std::vector<RankSummary> ranks;
   std::vector<InputSummary> inputs;
   std::optional<Evidence> first_error;  // first error-looking line when unrecognized
