@@ -1058,12 +1058,16 @@ Diagnosis Correlator::finish() {
         if (ev->rank >= 0) coll.insert(ev->rank);
     }
     // A rank with a root event of its own hit the cause (several OOMs, a job-wide error): it did
-    // not only observe the failure, even when the launcher's teardown names it too.
+    // not only observe the failure, even when the launcher's teardown names it too. Its own
+    // collective timeout does not count (waiting is what collateral ranks do), nor a check that
+    // names another rank as the one that differs (peer_rank, reference_rank: it observed that one).
     std::set<int> affected;
     for (size_t r = 0; r < top.entry->refs.size(); ++r)
       if (top.entry->refs[r].role == Role::kRoot)
-        for (const Event* ev : top.by_ref[r])
-          if (ev->rank >= 0 && (!dec.rank || ev->rank != *dec.rank)) affected.insert(ev->rank);
+        for (const Event* ev : top.by_ref[r]) {
+          bool observed = t_.own_timeout[ev->def] || ev->capture("peer_rank") || ev->capture("reference_rank");
+          if (ev->rank >= 0 && (!dec.rank || ev->rank != *dec.rank) && !observed) affected.insert(ev->rank);
+        }
     for (int r : affected) coll.erase(r);
     if (dec.rank) coll.erase(*dec.rank);
     d.collateral.ranks.assign(coll.begin(), coll.end());
