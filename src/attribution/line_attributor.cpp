@@ -889,12 +889,6 @@ size_t candidates(char c, bool outermost, Parser* out) {
   return n;
 }
 
-bool same_fields(const Attribution& x, const Attribution& y) {
-  return x.rank == y.rank && x.local_rank == y.local_rank && x.host.data() == y.host.data() &&
-         x.host.size() == y.host.size() && x.pid == y.pid && x.time.kind == y.time.kind && x.time.ms == y.time.ms &&
-         x.fatal == y.fatal;
-}
-
 bool is_outermost(const Attribution& a) { return a.rank < 0 && a.local_rank < 0 && a.host.empty(); }
 
 }  // namespace
@@ -902,8 +896,7 @@ bool is_outermost(const Attribution& a) { return a.rank < 0 && a.local_rank < 0 
 size_t LineAttributor::peel(sv line, Attribution& a, AttributionPlan* record) const {
   // Peel layers from the outside in; layers may come in any order, so restart after each.
   // With `record`, the layers taken are written down for replay(), unless a parser turned the
-  // line down for a digit's value or left a field set while turning it down (then lines of the
-  // same template could take other layers).
+  // line down for a digit's value (then lines of the same template could take other layers).
   if (record) {
     *record = AttributionPlan{};
     t_value_rejected = false;
@@ -924,7 +917,7 @@ size_t LineAttributor::peel(sv line, Attribution& a, AttributionPlan* record) co
           record->lengths[round] = static_cast<uint16_t>(std::min<size_t>(n, UINT16_MAX));
           replayable = replayable && n <= UINT16_MAX;
         }
-      } else if (!same_fields(before, a)) {
+      } else {
         // A parser that turned the layer down keeps nothing it read (a c10 header whose
         // fraction is garbage left its time behind): a replay, which never runs it, must agree.
         a = before;
