@@ -115,7 +115,7 @@ std::vector<std::string> report_lines(const Diagnosis& d, bool with_title) {
     if (with_title) out.push_back("No known failure matched");
     out.push_back("Error lines were seen, but no entry of the failure library matched them.");
     if (a) {
-      out.push_back("First error line: " + where(*a));
+      out.push_back(first_error_label(*a) + ": " + where(*a));
       out.push_back("  " + safe_line(truncate_utf8(a->text, 400)));
     }
   } else {
@@ -309,7 +309,7 @@ std::string render_markdown(const Diagnosis& d, const Library& lib, const CiRend
   } else if (d.verdict == "unrecognized") {
     out += "### firstfault: no known failure matched\n\n";
     out += "**Verdict:** unrecognized · error lines were seen, but no entry of the failure library matched them.\n";
-    if (a) out += "\nFirst error line: " + md_code(where(*a)) + "\n\n" + md_block({safe_line(truncate_utf8(a->text, 400))});
+    if (a) out += "\n" + first_error_label(*a) + ": " + md_code(where(*a)) + "\n\n" + md_block({safe_line(truncate_utf8(a->text, 400))});
   } else {
     out += "### firstfault: no failure found\n\n";
     out += "**Verdict:** clean · no error line and no known failure signature in the input.\n";

@@ -50,6 +50,10 @@ std::string where(const Evidence& e) {
 
 std::string no_rank_phrase(const RankDecision& r) { return r.method == "job-wide" ? "none (job-wide)" : "unknown"; }
 
+std::string first_error_label(const Evidence& e) {
+  return e.rank >= 0 ? fmt::format("First error line (rank {})", e.rank) : "First error line";
+}
+
 std::string render_text(const Diagnosis& d, const Library& lib, const TextStyle& style) {
   Paint paint{style.color};
   std::string out;
@@ -57,7 +61,7 @@ std::string render_text(const Diagnosis& d, const Library& lib, const TextStyle&
     if (d.verdict == "unrecognized") {
       out += paint("1;33", "No known failure matched.") + "\n";
       if (d.first_error) {
-        out += "First error line: " + where(*d.first_error) + "\n";
+        out += first_error_label(*d.first_error) + ": " + where(*d.first_error) + "\n";
         out += "  " + safe(truncate_utf8(d.first_error->text, 400)) + "\n";
       }
       if (const auto& l = d.launcher_first_failure) {

@@ -23,6 +23,9 @@ nlohmann::json evidence_to_json(const Evidence& e);
 // What every renderer says when no initiating rank is named: "none (job-wide)" when the
 // decision is that the cause is job-wide, "unknown" otherwise.
 std::string no_rank_phrase(const RankDecision& r);
+// "First error line (rank 3)" for an unrecognised failure: with no entry to decide an initiating
+// rank, the rank of the first error line is the first place to read.
+std::string first_error_label(const Evidence& e);
 
 // JSON text that stays valid whatever bytes the log held.
 std::string dump_json(const nlohmann::json& j, int indent = 2);
