@@ -295,6 +295,19 @@ TEST_CASE("correlator: a 'scope: job' entry (a configuration error) names no ini
   CHECK(d.initiating.first_evidence->rank == 4);
 }
 
+TEST_CASE("correlator: a 'scope: job' entry whose root lines carry no rank is still job-wide") {
+  Fixture f;
+  // The same check in unprefixed output (DeepSpeed's launcher without --enable_each_rank_log).
+  std::string log = "  File \"/work/minillm/transformers/src/transformers/mpu/utils.py\", line 11, in ensure_divisibility\n"
+                    "AssertionError: 2 is not divisible by 4\n";
+  Diagnosis d = f.run(log);
+  REQUIRE(d.entry);
+  CHECK(d.entry->id == "vllm-tp-size-not-divisor");
+  CHECK_FALSE(d.initiating.rank);
+  CHECK(d.initiating.method == "job-wide");
+  CHECK(d.initiating.confidence > 0.5);
+}
+
 namespace {
 // TORCH_DISTRIBUTED_DEBUG=DETAIL: each rank compares its fingerprint with ranks 0..N-1 in order
 // and raises on the first that differs (ProcessGroupWrapper.cpp).
