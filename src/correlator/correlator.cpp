@@ -908,7 +908,15 @@ Diagnosis Correlator::finish() {
       for (int r : missing)
         if (std::find(suspects.begin(), suspects.end(), r) == suspects.end()) suspects.push_back(r);
       if (!roots.empty()) dec.first_evidence = to_evidence(*roots.front(), name_of_ref(roots.front()), Role::kRoot);
-      if (!suspects.empty()) {
+      if (!roots.empty() && top.entry->job_scope) {
+        // Unprefixed output of a configuration error: no rank to name, and none is at fault,
+        // whatever the timeouts, context lines or launcher say about ranks.
+        dec.method = "job-wide";
+        dec.confidence = 0.6;
+        dec.reason = fmt::format("{} is a configuration error every rank of the job hits; the log does not say "
+                                 "which rank printed it",
+                                 top.entry->id);
+      } else if (!suspects.empty()) {
         dec.rank = suspects.front();
         dec.candidates = suspects;
         dec.confidence = suspects.size() == 1 ? 0.8 : 0.5;
@@ -1017,13 +1025,6 @@ Diagnosis Correlator::finish() {
                                  nccl.op.empty() ? "a collective" : nccl.op, nccl.seq,
                                  format_ranges(std::vector<int>(nccl.ahead.begin(), nccl.ahead.end())),
                                  nccl.own_seq[*nccl.ahead.begin()]);
-      } else if (!roots.empty() && top.entry->job_scope) {
-        // Unprefixed output of a configuration error: no rank to name, and none is at fault.
-        dec.method = "job-wide";
-        dec.confidence = 0.6;
-        dec.reason = fmt::format("{} is a configuration error every rank of the job hits; the log does not say "
-                                 "which rank printed it",
-                                 top.entry->id);
       } else if (!roots.empty()) {
         dec.method = "none";
         dec.reason = "the root event carries no rank and the log does not map it to one";

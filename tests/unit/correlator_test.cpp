@@ -306,6 +306,14 @@ TEST_CASE("correlator: a 'scope: job' entry whose root lines carry no rank is st
   CHECK_FALSE(d.initiating.rank);
   CHECK(d.initiating.method == "job-wide");
   CHECK(d.initiating.confidence > 0.5);
+
+  // torchrun's Root Cause names the rank whose exit it saw first: not where a configuration error is.
+  log += "Root Cause (first observed failure):\n[0]:\n  rank      : 5 (local_rank: 5)\n";
+  d = f.run(log);
+  REQUIRE(d.entry);
+  CHECK(d.entry->id == "vllm-tp-size-not-divisor");
+  CHECK_FALSE(d.initiating.rank);
+  CHECK(d.initiating.method == "job-wide");
 }
 
 namespace {
