@@ -71,6 +71,9 @@ int run_timeline(const TimelineOptions& o, std::ostream& out) {
   if (d.entry)
     out << fmt::format("\n{}: initiating rank {} — {}\n", d.entry->id,
                        d.initiating.rank ? std::to_string(*d.initiating.rank) : "unknown", d.initiating.reason);
+  else if (d.suspect)
+    out << fmt::format("\nunrecognized: suspected initiating rank {} — {}\n",
+                       d.suspect->rank ? std::to_string(*d.suspect->rank) : no_rank_phrase(*d.suspect), d.suspect->reason);
   return r.problems.empty() ? 0 : kExitUsage;
 }
 

@@ -9,6 +9,7 @@
 #include <set>
 
 #include "firstfault/reader/log_reader.h"
+#include "firstfault/util/line_template.h"
 #include "firstfault/util/strings.h"
 
 namespace firstfault {
@@ -118,9 +119,17 @@ CorrelatorTables::CorrelatorTables(const Library& lib, std::vector<size_t> tail_
     : referenced(lib.patterns.size(), false),
       has_step(lib.patterns.size(), false),
       own_timeout(lib.patterns.size(), false),
+      consequence(lib.patterns.size(), false),
       tail_defs(std::move(tail_patterns)) {
+  std::vector<bool> as_root(lib.patterns.size(), false);
   for (const Entry& e : lib.entries)
-    for (const PatternRef& r : e.refs) referenced[r.def] = true;
+    for (const PatternRef& r : e.refs) {
+      referenced[r.def] = true;
+      if (r.role == Role::kRoot) as_root[r.def] = true;
+      if (r.role == Role::kCascade || r.role == Role::kTeardown) consequence[r.def] = true;
+    }
+  for (size_t i = 0; i < lib.patterns.size(); ++i)
+    if (as_root[i]) consequence[i] = false;
   for (size_t i = 0; i < lib.patterns.size(); ++i) {
     const auto& caps = lib.patterns[i].capture_names;
     has_step[i] = std::find(caps.begin(), caps.end(), "step") != caps.end();
@@ -282,6 +291,92 @@ bool Correlator::earlier(const Event& a, const Event& b) const {
   }
   if (a.input == b.input) return a.line < b.line;
   return a.order < b.order;
+}
+
+std::optional<RankDecision> Correlator::suspect_from_error_lines(const std::set<std::pair<uint32_t, uint64_t>>& benign,
+                                                                 std::optional<int> launcher_rank,
+                                                                 const std::string& launcher_name) const {
+  // A line some entry reads as a consequence (an aborted communicator, a reset connection, a
+  // launcher's kill) is not the error of the rank that printed it. Once a rank has printed such a consequence, what it prints next (the stack under a store
+  // error, the exit code in torchrun's summary) is more of the same.
+  std::set<std::pair<uint32_t, uint64_t>> consequences;
+  std::map<int, const Event*> first_consequence;
+  for (size_t def = 0; def < events_by_def_.size(); ++def)
+    if (t_.consequence[def])
+      for (const Event& ev : events_by_def_[def]) {
+        consequences.insert({ev.input, ev.line});
+        if (ev.rank < 0) continue;
+        const Event*& slot = first_consequence[ev.rank];
+        if (!slot || earlier(ev, *slot)) slot = &ev;
+      }
+  std::map<int, const Event*> own;  // rank -> its first error line of its own
+  for (auto name : {"error_exception_line", "error_fatal_line"})
+    if (auto def = lib_.find_pattern(name))
+      for (const Event& ev : events_by_def_[*def]) {
+        std::pair<uint32_t, uint64_t> at{ev.input, ev.line};
+        if (ev.rank < 0 || benign.count(at) || consequences.count(at)) continue;
+        if (auto c = first_consequence.find(ev.rank); c != first_consequence.end() && !earlier(ev, *c->second)) continue;
+        const Event*& slot = own[ev.rank];
+        if (!slot || earlier(ev, *slot)) slot = &ev;
+      }
+  if (own.empty()) return std::nullopt;
+  std::vector<const Event*> firsts;
+  for (const auto& [r, ev] : own) firsts.push_back(ev);
+  std::sort(firsts.begin(), firsts.end(), [&](const Event* a, const Event* b) { return earlier(*a, *b); });
+  const Event* first = firsts.front();
+
+  RankDecision s;
+  s.method = "first-error";
+  for (const Event* ev : firsts) s.candidates.push_back(ev->rank);
+  s.first_evidence = to_evidence(*first, lib_.patterns[first->def].name, Role::kContext);
+  bool launcher_agrees = launcher_rank && *launcher_rank == first->rank;
+  std::string agreement = launcher_agrees ? fmt::format("; {} names it too", launcher_name) : "";
+  if (firsts.size() == 1) {
+    s.rank = first->rank;
+    if (ranks_.size() <= 1) {
+      s.confidence = 0.3;
+      s.reason = fmt::format("rank {} is the only rank in the log{}", first->rank, agreement);
+    } else {
+      s.confidence = launcher_agrees ? 0.6 : 0.5;
+      s.reason = fmt::format("rank {} is the only rank with an error line of its own "
+                             "(the other ranks show none, or only consequences){}",
+                             first->rank, agreement);
+    }
+  } else {
+    const Event* second = firsts[1];
+    bool separated = first->time.valid() && second->time.valid() && first->time.kind != Timestamp::kBoot &&
+                     second->time.kind != Timestamp::kBoot &&
+                     std::llabs(time_key(second->time) - time_key(first->time)) >= 1000;
+    // The same message on every rank at about the same time is one job-wide cause; different
+    // messages are one rank's error and what the others made of it.
+    std::string shape = line_template(first->text);
+    bool same_everywhere = std::all_of(firsts.begin(), firsts.end(),
+                                       [&](const Event* ev) { return line_template(ev->text) == shape; });
+    if (!separated && same_everywhere && own.size() >= ranks_.size()) {
+      std::vector<int> all(s.candidates);
+      std::sort(all.begin(), all.end());
+      s.method = "job-wide";
+      s.confidence = 0.4;
+      s.reason = fmt::format("every rank ({}) raised the same error at about the same time: "
+                             "a job-wide cause, not one rank",
+                             format_ranges(all));
+    } else {
+      s.rank = first->rank;
+      s.confidence = separated ? 0.4 : 0.3;
+      if (launcher_agrees) s.confidence += 0.1;
+      s.reason = separated ? fmt::format("rank {} printed the first error line, at least a "
+                                         "second before rank {} ({} ranks printed errors){}",
+                                         first->rank, second->rank, firsts.size(), agreement)
+                           : fmt::format("{} ranks printed errors within a second and rank {} "
+                                         "printed first{}",
+                                         firsts.size(), first->rank, agreement);
+    }
+  }
+  if (s.rank && launcher_rank && !launcher_agrees)
+    s.reason += fmt::format("; {} names rank {} (the order in which it saw processes exit)", launcher_name, *launcher_rank);
+  if (s.rank)
+    if (auto it = ranks_.find(*s.rank); it != ranks_.end()) s.host = first->host.empty() ? it->second.host : first->host;
+  return s;
 }
 
 Evidence Correlator::to_evidence(const Event& ev, const std::string& pattern, Role role) const {
@@ -765,13 +860,14 @@ Diagnosis Correlator::finish() {
     for (const Event& r : events_by_def_[*rk])
       if (int v = rank_or(r.capture("rank"), -1); v >= 0) launcher_failed_ranks.insert(v);
 
+  // Lines an error pattern catches but that are known to be harmless (error_benign_line).
+  std::set<std::pair<uint32_t, uint64_t>> benign;
+  if (auto def = lib_.find_pattern("error_benign_line"))
+    for (const Event& ev : events_by_def_[*def]) benign.insert({ev.input, ev.line});
+
   // ---- verdict ----
   if (all.empty()) {
     d.verdict = "clean";
-    // Lines an error pattern catches but that are known to be harmless (error_benign_line).
-    std::set<std::pair<uint32_t, uint64_t>> benign;
-    if (auto def = lib_.find_pattern("error_benign_line"))
-      for (const Event& ev : events_by_def_[*def]) benign.insert({ev.input, ev.line});
     const Event* first_err = nullptr;
     for (auto name : {"error_exception_line", "error_fatal_line"})
       if (auto def = lib_.find_pattern(name))
@@ -786,6 +882,8 @@ Diagnosis Correlator::finish() {
         d.launcher_first_failure = LauncherHint{
             *launcher_rank, launcher_name,
             to_evidence(*launcher_event, lib_.patterns[launcher_event->def].name, Role::kTeardown)};
+      d.suspect = suspect_from_error_lines(benign, launcher_rank, launcher_name);
+      if (d.suspect) d.suspect->reason = "no entry knows this failure; " + d.suspect->reason;
     }
   } else {
     d.verdict = "diagnosed";
@@ -1004,6 +1102,12 @@ Diagnosis Correlator::finish() {
         dec.method = "root-event";
         dec.confidence = 0.5;
         dec.reason = fmt::format("the root line carries no rank; the entry's context lines name only rank {}", ctx_rank);
+      } else if (auto own = roots.empty() ? suspect_from_error_lines(benign, launcher_rank, launcher_name) : std::nullopt;
+                 own && own->rank && own->candidates.size() == 1 && ranks_.size() >= 2) {
+        // The entry has no root event (a cascade-only diagnosis: "cause not in the log"), but
+        // one rank printed an error of its own while the others show only consequences: the
+        // usual "one rank raised, the rest lost their communicator" (an exception no entry knows).
+        dec = *own;
       } else if (launcher_rank && roots.size() >= 2 && launcher_failed_ranks.size() >= 2) {
         // Several processes printed the root error without a rank prefix and the launcher saw
         // several ranks fail: its "Root Cause" is just the lowest rank of a tie.
@@ -1146,7 +1250,8 @@ Diagnosis Correlator::finish() {
     if (auto it = first_event.find(r); it != first_event.end()) {
       s.first_event = to_evidence(*it->second, lib_.patterns[it->second->def].name, first_role[r]);
     }
-    if (d.initiating.rank && *d.initiating.rank == r) s.role = "initiating";
+    if ((d.initiating.rank && *d.initiating.rank == r) || (d.suspect && d.suspect->rank && *d.suspect->rank == r))
+      s.role = "initiating";
     else if (std::binary_search(d.affected_ranks.begin(), d.affected_ranks.end(), r)) s.role = "affected";
     else if (std::binary_search(d.collateral.ranks.begin(), d.collateral.ranks.end(), r)) s.role = "collateral";
     else s.role = "quiet";

@@ -118,6 +118,7 @@ std::vector<std::string> report_lines(const Diagnosis& d, bool with_title) {
       out.push_back(first_error_label(*a) + ": " + where(*a));
       out.push_back("  " + safe_line(truncate_utf8(a->text, 400)));
     }
+    if (d.suspect) out.push_back(suspect_label(*d.suspect) + ": " + safe_line(d.suspect->reason));
   } else {
     if (with_title) out.push_back("No failure found");
     out.push_back("No error line and no known failure signature in the input.");
@@ -310,6 +311,7 @@ std::string render_markdown(const Diagnosis& d, const Library& lib, const CiRend
     out += "### firstfault: no known failure matched\n\n";
     out += "**Verdict:** unrecognized · error lines were seen, but no entry of the failure library matched them.\n";
     if (a) out += "\n" + first_error_label(*a) + ": " + md_code(where(*a)) + "\n\n" + md_block({safe_line(truncate_utf8(a->text, 400))});
+    if (d.suspect) out += "\n" + md_cell(suspect_label(*d.suspect)) + ": " + md_cell(safe_line(d.suspect->reason)) + "\n";
   } else {
     out += "### firstfault: no failure found\n\n";
     out += "**Verdict:** clean · no error line and no known failure signature in the input.\n";

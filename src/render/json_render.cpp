@@ -114,6 +114,15 @@ json diagnosis_to_json(const Diagnosis& d, const Library& lib) {
   j["launcher_first_failure"] = nullptr;
   if (const auto& l = d.launcher_first_failure)
     j["launcher_first_failure"] = {{"rank", l->rank}, {"source", l->source}, {"line", evidence_to_json(l->line)}};
+  j["suspect"] = nullptr;
+  if (const auto& s = d.suspect)
+    j["suspect"] = {{"rank", s->rank ? json(*s->rank) : json(nullptr)},
+                    {"host", s->host.empty() ? json(nullptr) : json(sanitize_utf8(s->host))},
+                    {"method", s->method},
+                    {"confidence", round3(s->confidence)},
+                    {"candidates", s->candidates},
+                    {"reason", sanitize_utf8(s->reason)},
+                    {"first_evidence", s->first_evidence ? evidence_to_json(*s->first_evidence) : json(nullptr)}};
   j["truncated"] = d.limits.truncated;
   if (d.limits.truncated) j["dropped"] = d.limits.dropped;
   return j;

@@ -50,6 +50,12 @@ std::string where(const Evidence& e) {
 
 std::string no_rank_phrase(const RankDecision& r) { return r.method == "job-wide" ? "none (job-wide)" : "unknown"; }
 
+std::string suspect_label(const RankDecision& s) {
+  std::string who = s.rank ? fmt::format("rank {}{}", *s.rank, s.host.empty() ? "" : " on host " + safe(s.host))
+                           : no_rank_phrase(s);
+  return fmt::format("Suspected initiating rank: {} (low confidence, {:.2f})", who, s.confidence);
+}
+
 std::string first_error_label(const Evidence& e) {
   return e.rank >= 0 ? fmt::format("First error line (rank {})", e.rank) : "First error line";
 }
@@ -63,6 +69,10 @@ std::string render_text(const Diagnosis& d, const Library& lib, const TextStyle&
       if (d.first_error) {
         out += first_error_label(*d.first_error) + ": " + where(*d.first_error) + "\n";
         out += "  " + safe(truncate_utf8(d.first_error->text, 400)) + "\n";
+      }
+      if (const auto& sus = d.suspect) {
+        out += suspect_label(*sus) + "\n";
+        out += "  why: " + safe(sus->reason) + "\n";
       }
       if (const auto& l = d.launcher_first_failure) {
         out += fmt::format("Rank {} failed first, by {}: {}\n", l->rank, l->source, where(l->line));

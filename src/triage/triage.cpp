@@ -22,6 +22,7 @@
 #include "firstfault/render/ci_render.h"
 #include "firstfault/render/render.h"
 #include "firstfault/signatures/loader.h"
+#include "firstfault/util/line_template.h"
 #include "firstfault/util/redact.h"
 #include "firstfault/util/strings.h"
 

@@ -405,6 +405,10 @@ RedactCounts redact_diagnosis(Diagnosis& d, Redactor& r) {
   for (const auto& rank : d.ranks) add_evidence_host(rank.first_event);
   add_evidence_host(d.first_error);
   if (d.launcher_first_failure) r.add_host(d.launcher_first_failure->line.host);
+  if (d.suspect) {
+    r.add_host(d.suspect->host);
+    add_evidence_host(d.suspect->first_evidence);
+  }
   for_each_text(d, [&](std::string& s) { r.learn(s); });
   for_each_text(d, [&](std::string& s) { s = r.mask_learned(s); });
   return r.counts();

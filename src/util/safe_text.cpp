@@ -134,6 +134,11 @@ void for_each_text(Diagnosis& d, const std::function<void(std::string&)>& fn) {
   }
   if (d.first_error) visit_evidence(*d.first_error, fn);
   if (d.launcher_first_failure) visit_evidence(d.launcher_first_failure->line, fn);
+  if (d.suspect) {
+    fn(d.suspect->host);
+    fn(d.suspect->reason);
+    if (d.suspect->first_evidence) visit_evidence(*d.suspect->first_evidence, fn);
+  }
   for (auto& s : d.limits.dropped) fn(s);
 }
 

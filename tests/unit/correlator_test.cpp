@@ -242,6 +242,71 @@ TEST_CASE("correlator: an unrecognised failure still says which rank the launche
   CHECK(j["launcher_first_failure"]["rank"] == 3);
 }
 
+TEST_CASE("correlator: an unrecognised error on one rank makes it the suspect; the others are not") {
+  Fixture f;
+  // Rank 3's own exception; torchrun stops ranks 0 and 1.
+  std::string raised = "[rank0]: step 10 loss 2.0\n[rank1]: step 10 loss 2.0\n"
+                       "[rank3]: Traceback (most recent call last):\n"
+                       "[rank3]:   File \"/app/losses.py\", line 14, in compute_loss\n"
+                       "[rank3]: KeyError: 'caption'\n";
+  std::string log = raised +
+                    "Root Cause (first observed failure):\n[0]:\n  time      : 2025-05-05_10:00:00\n"
+                    "  rank      : 3 (local_rank: 3)\n  exitcode  : 1 (pid: 77)\n";
+  Diagnosis d = f.run(log);
+  REQUIRE(d.verdict == "unrecognized");
+  REQUIRE(d.suspect);
+  REQUIRE(d.suspect->rank);
+  CHECK(*d.suspect->rank == 3);
+  CHECK(d.suspect->method == "first-error");
+  CHECK(d.suspect->confidence == Approx(0.6));  // only rank with its own error, and torchrun agrees
+  CHECK(d.suspect->reason.find("only rank with an error line of its own") != std::string::npos);
+  REQUIRE(d.suspect->first_evidence);
+  CHECK(d.suspect->first_evidence->line == 5);
+  CHECK_FALSE(d.initiating.rank);  // no entry: the diagnosis itself names no rank
+  for (const auto& r : d.ranks) CHECK(r.role == (r.rank == 3 ? "initiating" : "quiet"));
+  CHECK(render_text(d, f.lib, {}).find("Suspected initiating rank: rank 3 (low confidence, 0.60)") != std::string::npos);
+  auto j = diagnosis_to_json(d, f.lib);
+  CHECK(j["suspect"]["rank"] == 3);
+  CHECK(j["suspect"]["method"] == "first-error");
+  CHECK(j["diagnosis"].is_null());
+
+  // The others lose their communicator: a cascade-only diagnosis, and its initiating rank is
+  // the one rank with an error of its own, not "unknown".
+  Diagnosis c = f.run(raised + "[rank0]: torch.distributed.DistBackendError: NCCL communicator was aborted on rank 0.\n"
+                               "[rank1]: torch.distributed.DistBackendError: NCCL communicator was aborted on rank 1.\n");
+  REQUIRE(c.verdict == "diagnosed");
+  check_decision(c, "nccl-collective-timeout", 3, "first-error");
+  CHECK(c.initiating.confidence == Approx(0.5));
+  CHECK(c.collateral.ranks == std::vector<int>{0, 1});
+}
+
+TEST_CASE("correlator: the suspect of an unrecognised failure follows the clocks, and the same error everywhere is job-wide") {
+  Fixture f;
+  // Different errors, a minute apart: the first one is the suspect, whatever the print order.
+  Diagnosis d = f.run("2025-05-05 10:01:00 [rank1]: RuntimeError: peer vanished while reducing\n"
+                      "2025-05-05 10:00:00 [rank2]: ValueError: bad row 17 in shard 3\n");
+  REQUIRE(d.suspect);
+  REQUIRE(d.suspect->rank);
+  CHECK(*d.suspect->rank == 2);
+  CHECK(d.suspect->candidates == std::vector<int>{2, 1});
+  CHECK(d.suspect->confidence == Approx(0.4));
+  // One message on every rank at once: a job-wide cause, no rank named.
+  Diagnosis w = f.run("[rank0]: ValueError: unknown model type 'llama9'\n[rank1]: ValueError: unknown model type 'llama9'\n");
+  REQUIRE(w.suspect);
+  CHECK_FALSE(w.suspect->rank);
+  CHECK(w.suspect->method == "job-wide");
+  // Different messages printed within a second: the first printed, with the least confidence.
+  Diagnosis t = f.run("[rank1]: ValueError: bad row 17 in shard 3\n[rank0]: RuntimeError: peer vanished while reducing\n");
+  REQUIRE(t.suspect);
+  REQUIRE(t.suspect->rank);
+  CHECK(*t.suspect->rank == 1);
+  CHECK(t.suspect->confidence == Approx(0.3));
+  // Error lines without a rank name no suspect.
+  Diagnosis n = f.run("step 1\nValueError: my own bug\n");
+  CHECK(n.verdict == "unrecognized");
+  CHECK_FALSE(n.suspect);
+}
+
 TEST_CASE("correlator: rank from file names, one file per rank") {
   Fixture f;
   f.dir.write("job/rank0.log", timeout(0, 42));

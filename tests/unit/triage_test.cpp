@@ -5,6 +5,7 @@
 #include <sstream>
 
 #include "firstfault/triage/triage.h"
+#include "firstfault/util/line_template.h"
 #include "test_support.h"
 
 using namespace firstfault;
@@ -95,10 +96,11 @@ TEST_CASE("triage: an unreadable job is an error row and the rest is still proce
   CHECK(csv.find("job-a,diagnosed,cuda-oom") != std::string::npos);
 }
 
-TEST_CASE("triage: line templates mask what varies") {
+TEST_CASE("line_template masks what varies between occurrences of a message") {
   CHECK(line_template("KeyError: 'labels_123'") == "KeyError: '<*>'");
   CHECK(line_template("Connect to 10.0.0.7<41234> failed after 3 tries at 0x7f3c") == "Connect to <ip> failed after <*> tries at <hex>");
   CHECK(line_template("cannot open /data/shard-00017.arrow") == "cannot open <path>");
+  CHECK(line_template("[rank3]: KeyError: 'x'") == line_template("[rank12]: KeyError: 'y'"));
 }
 
 TEST_CASE("triage: sharding is a deterministic partition") {

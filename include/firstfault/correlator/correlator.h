@@ -5,9 +5,12 @@
 #include <cstdint>
 #include <map>
 #include <memory>
+#include <optional>
+#include <set>
 #include <string>
 #include <string_view>
 #include <unordered_map>
+#include <utility>
 #include <vector>
 
 #include "firstfault/attribution/line_attributor.h"
@@ -50,6 +53,9 @@ struct CorrelatorTables {
   std::vector<bool> referenced;   // pattern used by at least one entry
   std::vector<bool> has_step;     // pattern captures `step` (progress must stay current)
   std::vector<bool> own_timeout;  // pattern reports its own rank's collective timeout
+  // Used as cascade or teardown by some entry and as root by none: a line it matches reports a
+  // consequence (an aborted communicator, a peer that went away, a launcher's kill).
+  std::vector<bool> consequence;
   std::vector<size_t> tail_defs;
 };
 
@@ -134,6 +140,11 @@ class Correlator {
   void resolve_times_and_ranks();
   int64_t time_key(const Timestamp& t) const;
   bool earlier(const Event& a, const Event& b) const;
+  // For an unrecognised failure: the rank whose own error line comes first, from error lines
+  // alone (docs/initiating-rank.md, "No entry matches").
+  std::optional<RankDecision> suspect_from_error_lines(const std::set<std::pair<uint32_t, uint64_t>>& benign,
+                                                       std::optional<int> launcher_rank,
+                                                       const std::string& launcher_name) const;
   Evidence to_evidence(const Event& ev, const std::string& pattern, Role role) const;
 
   const Library& lib_;

@@ -60,7 +60,7 @@ struct InputSummary {
 struct RankDecision {
   std::optional<int> rank;
   std::string host;
-  std::string method;       // root-event | peer-vote | nccl-sequence | missing-from-timeout | launcher-verdict | silence | job-wide | none
+  std::string method;       // root-event | peer-vote | nccl-sequence | missing-from-timeout | first-error | launcher-verdict | silence | job-wide | none
   std::string reason;
   double confidence = 0;
   std::vector<int> candidates;  // in order of suspicion, when the evidence is weak
@@ -94,6 +94,9 @@ struct Diagnosis {
   // When unrecognized: the rank the launcher saw fail first (torchrun's Root Cause block,
   // mpirun's first failed process), if the log has one: where to read next.
   std::optional<LauncherHint> launcher_first_failure;
+  // When unrecognized: a low-confidence initiating rank read from error lines alone (the only
+  // rank with an error of its own, or the first one); method `first-error` or `job-wide`.
+  std::optional<RankDecision> suspect;
   Limits limits;
   uint64_t total_lines = 0;
   uint64_t total_bytes = 0;

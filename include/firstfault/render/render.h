@@ -26,6 +26,9 @@ std::string no_rank_phrase(const RankDecision& r);
 // "First error line (rank 3)" for an unrecognised failure: with no entry to decide an initiating
 // rank, the rank of the first error line is the first place to read.
 std::string first_error_label(const Evidence& e);
+// "Suspected initiating rank: rank 3 on host h (low confidence, 0.50)" for an unrecognised
+// failure's guess from error lines (Diagnosis::suspect); log text in it is made safe.
+std::string suspect_label(const RankDecision& s);
 
 // JSON text that stays valid whatever bytes the log held.
 std::string dump_json(const nlohmann::json& j, int indent = 2);

@@ -50,8 +50,6 @@ struct JobSpec {
 };
 
 std::vector<JobSpec> discover_jobs(const TriageOptions& o, std::vector<JobRecord>& errors);
-// "Drain-style" template of a log line: numbers, hex, paths, hosts, ranks masked.
-std::string line_template(const std::string& line);
 // Deterministic shard membership of a job id for "I/N" (1-based I).
 bool in_shard(const std::string& job, unsigned index, unsigned count);
 
