@@ -120,6 +120,7 @@ CorrelatorTables::CorrelatorTables(const Library& lib, std::vector<size_t> tail_
       has_step(lib.patterns.size(), false),
       own_timeout(lib.patterns.size(), false),
       consequence(lib.patterns.size(), false),
+      cascade(lib.patterns.size(), false),
       tail_defs(std::move(tail_patterns)) {
   std::vector<bool> as_root(lib.patterns.size(), false);
   for (const Entry& e : lib.entries)
@@ -127,9 +128,10 @@ CorrelatorTables::CorrelatorTables(const Library& lib, std::vector<size_t> tail_
       referenced[r.def] = true;
       if (r.role == Role::kRoot) as_root[r.def] = true;
       if (r.role == Role::kCascade || r.role == Role::kTeardown) consequence[r.def] = true;
+      if (r.role == Role::kCascade) cascade[r.def] = true;
     }
   for (size_t i = 0; i < lib.patterns.size(); ++i)
-    if (as_root[i]) consequence[i] = false;
+    if (as_root[i]) consequence[i] = cascade[i] = false;
   for (size_t i = 0; i < lib.patterns.size(); ++i) {
     const auto& caps = lib.patterns[i].capture_names;
     has_step[i] = std::find(caps.begin(), caps.end(), "step") != caps.end();
@@ -293,23 +295,24 @@ bool Correlator::earlier(const Event& a, const Event& b) const {
   return a.order < b.order;
 }
 
-std::optional<RankDecision> Correlator::suspect_from_error_lines(const std::set<std::pair<uint32_t, uint64_t>>& benign,
-                                                                 std::optional<int> launcher_rank,
-                                                                 const std::string& launcher_name) const {
+std::map<int, const Event*> Correlator::own_error_lines(const std::set<std::pair<uint32_t, uint64_t>>& benign) const {
   // A line some entry reads as a consequence (an aborted communicator, a reset connection, a
-  // launcher's kill) is not the error of the rank that printed it. Once a rank has printed such a consequence, what it prints next (the stack under a store
-  // error, the exit code in torchrun's summary) is more of the same.
+  // launcher's kill) is not the error of the rank that printed it. Once a rank has printed a
+  // cascade line, what it prints next (the stack under a store error, the exit code in
+  // torchrun's summary) is more of the same.
   std::set<std::pair<uint32_t, uint64_t>> consequences;
-  std::map<int, const Event*> first_consequence;
+  std::map<int, const Event*> first_consequence;  // the first cascade the rank itself printed
   for (size_t def = 0; def < events_by_def_.size(); ++def)
     if (t_.consequence[def])
       for (const Event& ev : events_by_def_[def]) {
         consequences.insert({ev.input, ev.line});
-        if (ev.rank < 0) continue;
+        // A launcher's teardown line about the rank ("failed (exitcode: 1) local_rank: 3") may be
+        // printed before the rank's own traceback reaches the log: it does not end the rank's errors.
+        if (ev.rank < 0 || !t_.cascade[ev.def]) continue;
         const Event*& slot = first_consequence[ev.rank];
         if (!slot || earlier(ev, *slot)) slot = &ev;
       }
-  std::map<int, const Event*> own;  // rank -> its first error line of its own
+  std::map<int, const Event*> own;
   for (auto name : {"error_exception_line", "error_fatal_line"})
     if (auto def = lib_.find_pattern(name))
       for (const Event& ev : events_by_def_[*def]) {
@@ -319,6 +322,13 @@ std::optional<RankDecision> Correlator::suspect_from_error_lines(const std::set<
         const Event*& slot = own[ev.rank];
         if (!slot || earlier(ev, *slot)) slot = &ev;
       }
+  return own;
+}
+
+std::optional<RankDecision> Correlator::suspect_from_error_lines(const std::set<std::pair<uint32_t, uint64_t>>& benign,
+                                                                 std::optional<int> launcher_rank,
+                                                                 const std::string& launcher_name) const {
+  std::map<int, const Event*> own = own_error_lines(benign);  // rank -> its first error line of its own
   if (own.empty()) return std::nullopt;
   std::vector<const Event*> firsts;
   for (const auto& [r, ev] : own) firsts.push_back(ev);
@@ -1005,6 +1015,20 @@ Diagnosis Correlator::finish() {
       std::vector<int> suspects(nccl.behind.begin(), nccl.behind.end());
       for (int r : missing)
         if (std::find(suspects.begin(), suspects.end(), r) == suspects.end()) suspects.push_back(r);
+      // Several ranks never reached the collective (a launcher tore a whole node down at once):
+      // the one of them that printed an error of its own is where it started.
+      const Event* raised = nullptr;
+      if (suspects.size() > 1) {
+        std::map<int, const Event*> own = own_error_lines(benign);
+        std::vector<int> hit;
+        for (int r : suspects)
+          if (own.count(r)) hit.push_back(r);
+        if (hit.size() == 1) {
+          raised = own[hit.front()];
+          std::rotate(suspects.begin(), std::find(suspects.begin(), suspects.end(), hit.front()),
+                      std::find(suspects.begin(), suspects.end(), hit.front()) + 1);
+        }
+      }
       if (!roots.empty()) dec.first_evidence = to_evidence(*roots.front(), name_of_ref(roots.front()), Role::kRoot);
       if (!roots.empty() && top.entry->job_scope) {
         // Unprefixed output of a configuration error: no rank to name, and none is at fault,
@@ -1083,6 +1107,12 @@ Diagnosis Correlator::finish() {
               if (!dec.first_evidence || dec.first_evidence->pattern == "last line of the rank") dec.first_evidence = to_evidence(*ev, top.entry->refs[r].name, Role::kContext);
               break;
             }
+        }
+        if (raised) {
+          dec.confidence = 0.7;
+          dec.reason += fmt::format("; of the {} ranks that never got there, only rank {} printed an error of its own",
+                                    suspects.size(), raised->rank);
+          dec.first_evidence = to_evidence(*raised, lib_.patterns[raised->def].name, Role::kContext);
         }
         if (launcher_rank && *launcher_rank != suspects.front())
           dec.reason += fmt::format("; {} names rank {} (a weak verdict: it picks the earliest whole second)",

@@ -107,6 +107,7 @@ const char* failure_name(Failure f) {
     case Failure::kHostOomKill: return "host-oom-kill";
     case Failure::kNcclIbError: return "nccl-ib-error";
     case Failure::kSilentHang: return "silent-hang";
+    case Failure::kAppException: return "app-exception";
     case Failure::kNone: return "healthy";
   }
   return "";
@@ -121,6 +122,7 @@ const char* expected_entry(Failure f) {
     case Failure::kHostOomKill: return "kernel-oom-killer";
     case Failure::kNcclIbError: return "nccl-ib-vendor-err-129";
     case Failure::kSilentHang: return "training-hang-silent";
+    case Failure::kAppException: return "nccl-collective-timeout";
     case Failure::kNone: return "";
   }
   return "";
@@ -183,6 +185,19 @@ std::vector<std::string> write(const Spec& spec, const std::string& dir) {
       others_time_out("ALLREDUCE", false);
       break;
     }
+    case Failure::kAppException:
+      // The user's own bug: torchrun kills the culprit's node-mates at once, so only the other
+      // nodes' ranks are left waiting in the collective, and every rank of that node is missing.
+      w.say(c, "Traceback (most recent call last):");
+      w.say(c, "  File \"/workspace/train.py\", line 188, in <module>");
+      w.say(c, "    batch = collate(samples)");
+      w.say(c, "  File \"/workspace/data/collate.py\", line 41, in collate");
+      w.say(c, "    labels = [s[\"caption_ids\"] for s in samples]");
+      w.say(c, "KeyError: 'caption_ids'");
+      w.teardown(c, 1, fail_ms + 1200);
+      for (int r = 0; r < spec.ranks; ++r)
+        if (w.node(r) != w.node(c)) w.timeout(r, seq, "ALLREDUCE", seq + (r % 2), timeout_ms + r % 50);
+      break;
     case Failure::kSilentHang:
     case Failure::kNone:
       break;

@@ -7,7 +7,9 @@
 
 namespace firstfault::scenario {
 
-enum class Failure { kCudaOom, kXid79, kUnevenBatches, kDataLoaderStuck, kHostOomKill, kNcclIbError, kSilentHang, kNone };
+enum class Failure { kCudaOom, kXid79, kUnevenBatches, kDataLoaderStuck, kHostOomKill, kNcclIbError, kSilentHang,
+                     kAppException,  // an exception no entry knows; the culprit's node is torn down, the rest time out
+                     kNone };
 enum class Layout { kTorchrun, kSlurmLabel, kOpenMpi, kFilePerRank };
 
 struct Spec {

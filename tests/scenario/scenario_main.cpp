@@ -14,7 +14,7 @@ int main(int argc, char** argv) {
   app.add_option("dir", dir, "Output directory")->required();
   app.add_option("--ranks", spec.ranks, "Number of ranks");
   app.add_option("--ranks-per-node", spec.ranks_per_node, "Ranks per node");
-  app.add_option("--failure", failure, "cuda-oom, xid79, uneven-batches, dataloader-stuck, host-oom-kill, nccl-ib-error, silent-hang, healthy");
+  app.add_option("--failure", failure, "cuda-oom, xid79, uneven-batches, dataloader-stuck, host-oom-kill, nccl-ib-error, silent-hang, app-exception, healthy");
   app.add_option("--culprit", spec.culprit, "Rank the failure is injected on");
   app.add_option("--layout", layout, "torchrun, slurm, openmpi, files");
   app.add_option("--steps", spec.steps, "Progress lines per rank");
@@ -26,7 +26,7 @@ int main(int argc, char** argv) {
       {"cuda-oom", Failure::kCudaOom},         {"xid79", Failure::kXid79},
       {"uneven-batches", Failure::kUnevenBatches}, {"dataloader-stuck", Failure::kDataLoaderStuck},
       {"host-oom-kill", Failure::kHostOomKill},  {"nccl-ib-error", Failure::kNcclIbError},
-      {"silent-hang", Failure::kSilentHang},     {"healthy", Failure::kNone}};
+      {"silent-hang", Failure::kSilentHang},     {"app-exception", Failure::kAppException},     {"healthy", Failure::kNone}};
   static const std::map<std::string, Layout> kLayouts = {
       {"torchrun", Layout::kTorchrun}, {"slurm", Layout::kSlurmLabel}, {"openmpi", Layout::kOpenMpi}, {"files", Layout::kFilePerRank}};
   if (!kFailures.count(failure) || !kLayouts.count(layout)) {

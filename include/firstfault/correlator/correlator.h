@@ -56,6 +56,7 @@ struct CorrelatorTables {
   // Used as cascade or teardown by some entry and as root by none: a line it matches reports a
   // consequence (an aborted communicator, a peer that went away, a launcher's kill).
   std::vector<bool> consequence;
+  std::vector<bool> cascade;  // of those, the ones a rank prints itself (not a launcher's teardown)
   std::vector<size_t> tail_defs;
 };
 
@@ -140,6 +141,9 @@ class Correlator {
   void resolve_times_and_ranks();
   int64_t time_key(const Timestamp& t) const;
   bool earlier(const Event& a, const Event& b) const;
+  // Each rank's first error line of its own: an exception or fatal line that no cascade or
+  // teardown pattern claims, not benign, and before the rank's first cascade line.
+  std::map<int, const Event*> own_error_lines(const std::set<std::pair<uint32_t, uint64_t>>& benign) const;
   // For an unrecognised failure: the rank whose own error line comes first, from error lines
   // alone (docs/initiating-rank.md, "No entry matches").
   std::optional<RankDecision> suspect_from_error_lines(const std::set<std::pair<uint32_t, uint64_t>>& benign,
