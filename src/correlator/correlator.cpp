@@ -874,6 +874,22 @@ Diagnosis Correlator::finish() {
   std::set<std::pair<uint32_t, uint64_t>> benign;
   if (auto def = lib_.find_pattern("error_benign_line"))
     for (const Event& ev : events_by_def_[*def]) benign.insert({ev.input, ev.line});
+  // The exception closing a traceback Python printed under "Exception ignored in: ..." (a
+  // finalizer that raised at exit): Python ignored it, so it fails nothing. It is the same
+  // rank's first error line after the header, within the few dozen lines a traceback takes.
+  if (auto hdr = lib_.find_pattern("py_exception_ignored")) {
+    constexpr uint64_t kIgnoredTracebackLines = 60;
+    for (const Event& h : events_by_def_[*hdr]) {
+      const Event* closing = nullptr;
+      for (auto name : {"error_exception_line", "error_fatal_line"})
+        if (auto def = lib_.find_pattern(name))
+          for (const Event& ev : events_by_def_[*def])
+            if (ev.input == h.input && ev.rank == h.rank && ev.line > h.line && ev.line <= h.line + kIgnoredTracebackLines &&
+                (!closing || ev.line < closing->line))
+              closing = &ev;
+      if (closing) benign.insert({closing->input, closing->line});
+    }
+  }
 
   // ---- verdict ----
   if (all.empty()) {

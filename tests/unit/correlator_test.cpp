@@ -210,6 +210,25 @@ TEST_CASE("correlator: unrecognised and clean logs") {
   CHECK_FALSE(u.launcher_first_failure);
 }
 
+TEST_CASE("correlator: the exception under Python's 'Exception ignored in:' fails nothing; the next traceback does") {
+  Fixture f;
+  std::string ignored = "[rank1]: step 99 loss 1.2\n"
+                        "[rank1]: Exception ignored in: <Finalize object, dead>\n"
+                        "[rank1]: Traceback (most recent call last):\n"
+                        "[rank1]:   File \"/usr/lib/python3.8/multiprocessing/synchronize.py\", line 87, in _cleanup\n"
+                        "[rank1]: FileNotFoundError: [Errno 2] No such file or directory\n";
+  CHECK(f.run(ignored).verdict == "clean");
+  // Another rank's error is not covered by rank 1's header, nor is the same rank's next one.
+  Diagnosis other = f.run(ignored + "[rank0]: ValueError: bad row\n");
+  CHECK(other.verdict == "unrecognized");
+  REQUIRE(other.first_error);
+  CHECK(other.first_error->rank == 0);
+  Diagnosis next = f.run(ignored + "[rank1]: Traceback (most recent call last):\n[rank1]: KeyError: 'caption'\n");
+  CHECK(next.verdict == "unrecognized");
+  REQUIRE(next.first_error);
+  CHECK(next.first_error->line == 7);
+}
+
 TEST_CASE("correlator: a glog/c10 line of severity F is a failure line whatever its text") {
   Fixture f;
   Diagnosis g = f.run("step 1\nF0801 13:23:17.366000 32974 some/file.cc:90] Check failed: foo_ready\n");
