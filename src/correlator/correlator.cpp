@@ -302,15 +302,24 @@ std::map<int, const Event*> Correlator::own_error_lines(const std::set<std::pair
   // torchrun's summary) is more of the same.
   std::set<std::pair<uint32_t, uint64_t>> consequences;
   std::map<int, const Event*> first_consequence;  // the first cascade the rank itself printed
+  auto note_cascade = [&](const Event& ev) {
+    if (ev.rank < 0) return;
+    const Event*& slot = first_consequence[ev.rank];
+    if (!slot || earlier(ev, *slot)) slot = &ev;
+  };
+  // Errors that report losing a peer (error_consequence_line) say the same, whichever entry knows them.
+  if (auto def = lib_.find_pattern("error_consequence_line"))
+    for (const Event& ev : events_by_def_[*def]) {
+      consequences.insert({ev.input, ev.line});
+      note_cascade(ev);
+    }
   for (size_t def = 0; def < events_by_def_.size(); ++def)
     if (t_.consequence[def])
       for (const Event& ev : events_by_def_[def]) {
         consequences.insert({ev.input, ev.line});
         // A launcher's teardown line about the rank ("failed (exitcode: 1) local_rank: 3") may be
         // printed before the rank's own traceback reaches the log: it does not end the rank's errors.
-        if (ev.rank < 0 || !t_.cascade[ev.def]) continue;
-        const Event*& slot = first_consequence[ev.rank];
-        if (!slot || earlier(ev, *slot)) slot = &ev;
+        if (t_.cascade[ev.def]) note_cascade(ev);
       }
   std::map<int, const Event*> own;
   for (auto name : {"error_exception_line", "error_fatal_line"})

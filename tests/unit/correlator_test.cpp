@@ -320,6 +320,11 @@ TEST_CASE("correlator: the suspect of an unrecognised failure follows the clocks
   REQUIRE(t.suspect->rank);
   CHECK(*t.suspect->rank == 1);
   CHECK(t.suspect->confidence == Approx(0.3));
+  // A rank that only lost a peer did not raise first: losing a connection is a consequence.
+  Diagnosis p = f.run("[rank0]: step 5\n[rank2]: step 5\n[rank1]: ConnectionResetError: [Errno 104] Connection reset by peer\n"
+                      "[rank1]: ValueError: could not read the next batch\n");
+  CHECK(p.verdict == "unrecognized");
+  CHECK_FALSE(p.suspect);
   // Error lines without a rank name no suspect.
   Diagnosis n = f.run("step 1\nValueError: my own bug\n");
   CHECK(n.verdict == "unrecognized");
