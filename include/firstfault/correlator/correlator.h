@@ -142,7 +142,8 @@ class Correlator {
   int64_t time_key(const Timestamp& t) const;
   bool earlier(const Event& a, const Event& b) const;
   // Each rank's first error line of its own: an exception or fatal line that no cascade or
-  // teardown pattern claims, not benign, and before the rank's first cascade line.
+  // teardown pattern claims, that reports no lost peer (error_consequence_line), not benign, and
+  // before the rank's first cascade line.
   std::map<int, const Event*> own_error_lines(const std::set<std::pair<uint32_t, uint64_t>>& benign) const;
   // For an unrecognised failure: the rank whose own error line comes first, from error lines
   // alone (docs/initiating-rank.md, "No entry matches").
