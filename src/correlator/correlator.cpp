@@ -295,23 +295,48 @@ bool Correlator::earlier(const Event& a, const Event& b) const {
   return a.order < b.order;
 }
 
-std::map<int, const Event*> Correlator::own_error_lines(const std::set<std::pair<uint32_t, uint64_t>>& benign) const {
+Correlator::ErrorLines Correlator::error_lines() const {
+  ErrorLines e;
+  for (auto name : {"error_exception_line", "error_fatal_line"})
+    if (auto def = lib_.find_pattern(name))
+      for (const Event& ev : events_by_def_[*def]) e.lines.push_back(&ev);
+  // Lines an error pattern catches but that are known to be harmless (error_benign_line).
+  if (auto def = lib_.find_pattern("error_benign_line"))
+    for (const Event& ev : events_by_def_[*def]) e.benign.insert({ev.input, ev.line});
+  // The exception closing a traceback Python printed under "Exception ignored in: ..." (a
+  // finalizer that raised at exit): Python ignored it, so it fails nothing. It is the same
+  // rank's first error line after the header, within the few dozen lines a traceback takes.
+  if (auto hdr = lib_.find_pattern("py_exception_ignored")) {
+    constexpr uint64_t kIgnoredTracebackLines = 60;
+    for (const Event& h : events_by_def_[*hdr]) {
+      const Event* closing = nullptr;
+      for (const Event* ev : e.lines)
+        if (ev->input == h.input && ev->rank == h.rank && ev->line > h.line && ev->line <= h.line + kIgnoredTracebackLines &&
+            (!closing || ev->line < closing->line))
+          closing = ev;
+      if (closing) e.benign.insert({closing->input, closing->line});
+    }
+  }
+  return e;
+}
+
+void Correlator::keep_earliest(std::map<int, const Event*>& by_rank, const Event& ev) const {
+  const Event*& slot = by_rank[ev.rank];
+  if (!slot || earlier(ev, *slot)) slot = &ev;
+}
+
+std::map<int, const Event*> Correlator::own_error_lines(const ErrorLines& errors) const {
   // A line some entry reads as a consequence (an aborted communicator, a reset connection, a
   // launcher's kill) is not the error of the rank that printed it. Once a rank has printed a
   // cascade line, what it prints next (the stack under a store error, the exit code in
   // torchrun's summary) is more of the same.
   std::set<std::pair<uint32_t, uint64_t>> consequences;
-  std::map<int, const Event*> first_consequence;  // the first cascade the rank itself printed
-  auto note_cascade = [&](const Event& ev) {
-    if (ev.rank < 0) return;
-    const Event*& slot = first_consequence[ev.rank];
-    if (!slot || earlier(ev, *slot)) slot = &ev;
-  };
+  std::map<int, const Event*> first_cascade;  // the first cascade line the rank itself printed
   // Errors that report losing a peer (error_consequence_line) say the same, whichever entry knows them.
   if (auto def = lib_.find_pattern("error_consequence_line"))
     for (const Event& ev : events_by_def_[*def]) {
       consequences.insert({ev.input, ev.line});
-      note_cascade(ev);
+      if (ev.rank >= 0) keep_earliest(first_cascade, ev);
     }
   for (size_t def = 0; def < events_by_def_.size(); ++def)
     if (t_.consequence[def])
@@ -319,25 +344,20 @@ std::map<int, const Event*> Correlator::own_error_lines(const std::set<std::pair
         consequences.insert({ev.input, ev.line});
         // A launcher's teardown line about the rank ("failed (exitcode: 1) local_rank: 3") may be
         // printed before the rank's own traceback reaches the log: it does not end the rank's errors.
-        if (t_.cascade[ev.def]) note_cascade(ev);
+        if (ev.rank >= 0 && t_.cascade[def]) keep_earliest(first_cascade, ev);
       }
   std::map<int, const Event*> own;
-  for (auto name : {"error_exception_line", "error_fatal_line"})
-    if (auto def = lib_.find_pattern(name))
-      for (const Event& ev : events_by_def_[*def]) {
-        std::pair<uint32_t, uint64_t> at{ev.input, ev.line};
-        if (ev.rank < 0 || benign.count(at) || consequences.count(at)) continue;
-        if (auto c = first_consequence.find(ev.rank); c != first_consequence.end() && !earlier(ev, *c->second)) continue;
-        const Event*& slot = own[ev.rank];
-        if (!slot || earlier(ev, *slot)) slot = &ev;
-      }
+  for (const Event* ev : errors.lines) {
+    if (ev->rank < 0 || errors.is_benign(*ev) || consequences.count({ev->input, ev->line})) continue;
+    if (auto c = first_cascade.find(ev->rank); c != first_cascade.end() && !earlier(*ev, *c->second)) continue;
+    keep_earliest(own, *ev);
+  }
   return own;
 }
 
-std::optional<RankDecision> Correlator::suspect_from_error_lines(const std::set<std::pair<uint32_t, uint64_t>>& benign,
-                                                                 std::optional<int> launcher_rank,
+std::optional<RankDecision> Correlator::suspect_from_error_lines(const ErrorLines& errors, std::optional<int> launcher_rank,
                                                                  const std::string& launcher_name) const {
-  std::map<int, const Event*> own = own_error_lines(benign);  // rank -> its first error line of its own
+  std::map<int, const Event*> own = own_error_lines(errors);  // rank -> its first error line of its own
   if (own.empty()) return std::nullopt;
   std::vector<const Event*> firsts;
   for (const auto& [r, ev] : own) firsts.push_back(ev);
@@ -879,35 +899,14 @@ Diagnosis Correlator::finish() {
     for (const Event& r : events_by_def_[*rk])
       if (int v = rank_or(r.capture("rank"), -1); v >= 0) launcher_failed_ranks.insert(v);
 
-  // Lines an error pattern catches but that are known to be harmless (error_benign_line).
-  std::set<std::pair<uint32_t, uint64_t>> benign;
-  if (auto def = lib_.find_pattern("error_benign_line"))
-    for (const Event& ev : events_by_def_[*def]) benign.insert({ev.input, ev.line});
-  // The exception closing a traceback Python printed under "Exception ignored in: ..." (a
-  // finalizer that raised at exit): Python ignored it, so it fails nothing. It is the same
-  // rank's first error line after the header, within the few dozen lines a traceback takes.
-  if (auto hdr = lib_.find_pattern("py_exception_ignored")) {
-    constexpr uint64_t kIgnoredTracebackLines = 60;
-    for (const Event& h : events_by_def_[*hdr]) {
-      const Event* closing = nullptr;
-      for (auto name : {"error_exception_line", "error_fatal_line"})
-        if (auto def = lib_.find_pattern(name))
-          for (const Event& ev : events_by_def_[*def])
-            if (ev.input == h.input && ev.rank == h.rank && ev.line > h.line && ev.line <= h.line + kIgnoredTracebackLines &&
-                (!closing || ev.line < closing->line))
-              closing = &ev;
-      if (closing) benign.insert({closing->input, closing->line});
-    }
-  }
+  const ErrorLines errors = error_lines();
 
   // ---- verdict ----
   if (all.empty()) {
     d.verdict = "clean";
     const Event* first_err = nullptr;
-    for (auto name : {"error_exception_line", "error_fatal_line"})
-      if (auto def = lib_.find_pattern(name))
-        for (const Event& ev : events_by_def_[*def])
-          if (!benign.count({ev.input, ev.line}) && (!first_err || earlier(ev, *first_err))) first_err = &ev;
+    for (const Event* ev : errors.lines)
+      if (!errors.is_benign(*ev) && (!first_err || earlier(*ev, *first_err))) first_err = ev;
     if (first_err) {
       d.verdict = "unrecognized";
       d.first_error = to_evidence(*first_err, lib_.patterns[first_err->def].name, Role::kContext);
@@ -917,7 +916,7 @@ Diagnosis Correlator::finish() {
         d.launcher_first_failure = LauncherHint{
             *launcher_rank, launcher_name,
             to_evidence(*launcher_event, lib_.patterns[launcher_event->def].name, Role::kTeardown)};
-      d.suspect = suspect_from_error_lines(benign, launcher_rank, launcher_name);
+      d.suspect = suspect_from_error_lines(errors, launcher_rank, launcher_name);
       if (d.suspect) d.suspect->reason = "no entry knows this failure; " + d.suspect->reason;
     }
   } else {
@@ -1044,14 +1043,14 @@ Diagnosis Correlator::finish() {
       // the one of them that printed an error of its own is where it started.
       const Event* raised = nullptr;
       if (suspects.size() > 1) {
-        std::map<int, const Event*> own = own_error_lines(benign);
+        std::map<int, const Event*> own = own_error_lines(errors);
         std::vector<int> hit;
         for (int r : suspects)
           if (own.count(r)) hit.push_back(r);
         if (hit.size() == 1) {
           raised = own[hit.front()];
-          std::rotate(suspects.begin(), std::find(suspects.begin(), suspects.end(), hit.front()),
-                      std::find(suspects.begin(), suspects.end(), hit.front()) + 1);
+          auto at = std::find(suspects.begin(), suspects.end(), hit.front());
+          std::rotate(suspects.begin(), at, at + 1);
         }
       }
       if (!roots.empty()) dec.first_evidence = to_evidence(*roots.front(), name_of_ref(roots.front()), Role::kRoot);
@@ -1157,7 +1156,7 @@ Diagnosis Correlator::finish() {
         dec.method = "root-event";
         dec.confidence = 0.5;
         dec.reason = fmt::format("the root line carries no rank; the entry's context lines name only rank {}", ctx_rank);
-      } else if (auto own = roots.empty() ? suspect_from_error_lines(benign, launcher_rank, launcher_name) : std::nullopt;
+      } else if (auto own = roots.empty() ? suspect_from_error_lines(errors, launcher_rank, launcher_name) : std::nullopt;
                  own && own->rank && own->candidates.size() == 1 && ranks_.size() >= 2) {
         // The entry has no root event (a cascade-only diagnosis: "cause not in the log"), but
         // one rank printed an error of its own while the others show only consequences: the

@@ -141,14 +141,24 @@ class Correlator {
   void resolve_times_and_ranks();
   int64_t time_key(const Timestamp& t) const;
   bool earlier(const Event& a, const Event& b) const;
-  // Each rank's first error line of its own: an exception or fatal line that no cascade or
-  // teardown pattern claims, that reports no lost peer (error_consequence_line), not benign, and
-  // before the rank's first cascade line.
-  std::map<int, const Event*> own_error_lines(const std::set<std::pair<uint32_t, uint64_t>>& benign) const;
+  // The job's error lines (error_exception_line, error_fatal_line) and which of them are
+  // harmless: error_benign_line, and the exception closing a traceback under Python's
+  // "Exception ignored in:" header. Computed once per finish().
+  struct ErrorLines {
+    std::vector<const Event*> lines;
+    std::set<std::pair<uint32_t, uint64_t>> benign;  // (input, line)
+    bool is_benign(const Event& ev) const { return benign.count({ev.input, ev.line}) > 0; }
+  };
+  ErrorLines error_lines() const;
+  // Keeps in by_rank[ev.rank] the earlier of ev and what is there.
+  void keep_earliest(std::map<int, const Event*>& by_rank, const Event& ev) const;
+  // Each rank's first error line of its own: one that no cascade or teardown pattern claims,
+  // that reports no lost peer (error_consequence_line), not benign, and before the rank's first
+  // cascade line.
+  std::map<int, const Event*> own_error_lines(const ErrorLines& errors) const;
   // For an unrecognised failure: the rank whose own error line comes first, from error lines
   // alone (docs/initiating-rank.md, "No entry matches").
-  std::optional<RankDecision> suspect_from_error_lines(const std::set<std::pair<uint32_t, uint64_t>>& benign,
-                                                       std::optional<int> launcher_rank,
+  std::optional<RankDecision> suspect_from_error_lines(const ErrorLines& errors, std::optional<int> launcher_rank,
                                                        const std::string& launcher_name) const;
   Evidence to_evidence(const Event& ev, const std::string& pattern, Role role) const;
 
