@@ -17,6 +17,16 @@ LineFeed::LineFeed(const Matcher& matcher, Correlator& correlator, LineAttributo
     : matcher_(matcher), corr_(correlator), attr_(attributor), input_(input), summary_(summary), observer_(observer) {
   if (auto p = matcher.library().find_pattern("launcher_pdsh_cmd")) pdsh_def_ = static_cast<int>(*p);
   if (auto p = matcher.library().find_pattern("error_fatal_line")) fatal_def_ = static_cast<int>(*p);
+  if (auto p = matcher.library().find_pattern("c10_warning_stack")) warning_stack_def_ = static_cast<int>(*p);
+}
+
+// A c10 stack ("Exception raised from ... (most recent call first):") belongs to the rank's last
+// glog/c10 header; it is a warning's stack when that header, a few lines before, says W.
+bool LineFeed::under_warning(int rank, uint64_t line_no) const {
+  constexpr uint64_t kWarningStackLines = 20;
+  auto it = last_header_.find(rank);
+  return it != last_header_.end() && it->second.severity == 'W' && line_no > it->second.line &&
+         line_no - it->second.line <= kWarningStackLines;
 }
 
 void LineFeed::on_block(std::string_view block) {
@@ -87,6 +97,7 @@ void LineFeed::process_line(std::string_view line, const Potentials& pot, bool p
   }
   for_each_segment(line, scratch_, [&](std::string_view seg) {
     Attribution a = attr_.attribute(seg, plan);  // one segment when there is a plan: the whole line
+    if (a.severity) last_header_[a.rank] = {line_no, a.severity};
     // A segment inside the block outlives this call (until on_block() settles the tails);
     // one in a scratch buffer (escapes stripped) or a partial line does not.
     bool in_block = !block_.empty() && seg.data() >= block_.data() && seg.data() + seg.size() <= block_.data() + block_.size();
@@ -121,6 +132,7 @@ void LineFeed::process_line(std::string_view line, const Potentials& pot, bool p
       hits_.push_back(fatal_def_);
     for (int def : hits_) {
       if (def == pdsh_def_) attr_.enable_pdsh();
+      if (def == warning_stack_def_ && !under_warning(a.rank, line_no)) continue;
       // Past its storage bound a pattern is only counted (cheap); see docs/reliability.md.
       if (corr_.only_steps(static_cast<size_t>(def))) {  // a progress line: no event to build
         if (auto step = matcher_.capture(static_cast<size_t>(def), a.body, "step", memo_of(static_cast<size_t>(def))))

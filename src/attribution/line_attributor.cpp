@@ -414,6 +414,7 @@ size_t p_c10_header(sv s, Attribution& a) {
   sv file = s.substr(i + 1, close - i - 1);
   if (file.find(':') == sv::npos || file.find(' ') != sv::npos) return 0;
   a.fatal = a.fatal || s[1] == 'F';
+  a.severity = s[1];
   return close + 2;
 }
 
@@ -435,6 +436,7 @@ size_t p_glog(sv s, Attribution& a) {
   set_month_day_time(a, num(s, 1, 2), num(s, 3, 2), h, mi, sec, ms);
   a.pid = pid;
   a.fatal = a.fatal || s[0] == 'F';
+  a.severity = s[0];
   return close + 2;
 }
 
@@ -832,6 +834,7 @@ size_t replay_parser(Parser p, sv s, Attribution& a, bool pdsh, size_t recorded)
         set_month_day_time(a, md / 100, md % 100, h, mi, sec, 0);
       }
       a.fatal = a.fatal || s[1] == 'F';
+      a.severity = s[1];
       return recorded;
     }
     case kGlog: {  // "W0801 13:23:17.366000 32974 path.py:900] "
@@ -844,6 +847,7 @@ size_t replay_parser(Parser p, sv s, Attribution& a, bool pdsh, size_t recorded)
       set_month_day_time(a, num(s, 1, 2), num(s, 3, 2), h, mi, sec, ms);
       a.pid = pid;
       a.fatal = a.fatal || s[0] == 'F';
+      a.severity = s[0];
       return recorded;
     }
     case kNccl: {  // "host:pid:tid [dev] NCCL ..."; the host ends at the first ':'

@@ -300,9 +300,11 @@ Correlator::ErrorLines Correlator::error_lines() const {
   for (auto name : {"error_exception_line", "error_fatal_line"})
     if (auto def = lib_.find_pattern(name))
       for (const Event& ev : events_by_def_[*def]) e.lines.push_back(&ev);
-  // Lines an error pattern catches but that are known to be harmless (error_benign_line).
-  if (auto def = lib_.find_pattern("error_benign_line"))
-    for (const Event& ev : events_by_def_[*def]) e.benign.insert({ev.input, ev.line});
+  // Lines an error pattern catches but that are known to be harmless (error_benign_line), and
+  // the head of a stack c10 printed under a warning (the line feed reports c10_warning_stack only then).
+  for (auto name : {"error_benign_line", "c10_warning_stack"})
+    if (auto def = lib_.find_pattern(name))
+      for (const Event& ev : events_by_def_[*def]) e.benign.insert({ev.input, ev.line});
   // The exception closing a traceback Python printed under "Exception ignored in: ..." (a
   // finalizer that raised at exit): Python ignored it, so it fails nothing. It is the same
   // rank's first error line after the header, within the few dozen lines a traceback takes.

@@ -229,6 +229,38 @@ TEST_CASE("correlator: the exception under Python's 'Exception ignored in:' fail
   CHECK(next.first_error->line == 7);
 }
 
+TEST_CASE("correlator: the c10 stack under a [W] warning fails nothing; under [E], or alone, it does") {
+  Fixture f;
+  const std::string stack = "Exception raised from recvBytes at /pytorch/torch/csrc/distributed/c10d/Utils.hpp:678 "
+                            "(most recent call first):\n"
+                            "frame #0: c10::Error::Error(c10::SourceLocation, std::string) + 0x98 (0x7f in libc10.so)\n";
+  auto header = [](char severity) {
+    return std::string("[rank7]:[") + severity +
+           "528 00:08:15.330160171 TCPStore.cpp:125] [c10d] recvValue failed on SocketImpl(fd=190): failed to recv, got 0 bytes\n";
+  };
+  // The heartbeat's warning at a clean shutdown (vllm-project/vllm#1237).
+  CHECK(f.run("[rank7]: step 10 done\n" + header('W') + stack).verdict == "clean");
+  // The same stack under an error header, or with no header at all, is an error line.
+  Diagnosis e = f.run("[rank7]: step 10 done\n" + header('E') + stack);
+  CHECK(e.verdict == "unrecognized");
+  Diagnosis alone = f.run("step 10 done\n" + stack);
+  CHECK(alone.verdict == "unrecognized");
+  REQUIRE(alone.first_error);
+  CHECK(alone.first_error->line == 2);
+  // The stack belongs to the rank's last header: an [E] line of rank 7 after the warning takes it.
+  Diagnosis later = f.run(header('W') + "[rank7]:[E528 00:08:16.000000000 Foo.cpp:1] something broke\n" + stack);
+  CHECK(later.verdict == "unrecognized");
+  // Another rank's warning does not cover rank 3's stack.
+  Diagnosis other = f.run(header('W') + "[rank3]: " + stack);
+  CHECK(other.verdict == "unrecognized");
+  REQUIRE(other.first_error);
+  CHECK(other.first_error->rank == 3);
+  // Far below the warning (past 20 lines of the rank), the stack is not the warning's.
+  std::string far = header('W');
+  for (int i = 0; i < 25; ++i) far += "[rank7]: step " + std::to_string(11 + i) + " done\n";
+  CHECK(f.run(far + "[rank7]: " + stack).verdict == "unrecognized");
+}
+
 TEST_CASE("correlator: a glog/c10 line of severity F is a failure line whatever its text") {
   Fixture f;
   Diagnosis g = f.run("step 1\nF0801 13:23:17.366000 32974 some/file.cc:90] Check failed: foo_ready\n");

@@ -29,6 +29,7 @@ struct Attribution {
   std::string_view body;      // the line with prefixes removed
   bool inherited = false;     // rank carried over from the previous line (continuation line)
   bool fatal = false;         // a glog/c10 header of severity F: the process is about to abort
+  char severity = 0;          // the letter of the line's glog/c10 header (I, W, E, F), 0 when it has none
   bool about_rank = false;    // the launcher's line about `rank` (torchrun's failure summary), not its output
 };
 
@@ -36,7 +37,7 @@ struct Attribution {
 inline bool same_attribution(const Attribution& x, const Attribution& y) {
   return x.rank == y.rank && x.local_rank == y.local_rank && x.host == y.host && x.pid == y.pid &&
          x.time.kind == y.time.kind && x.time.ms == y.time.ms && x.body == y.body && x.inherited == y.inherited &&
-         x.fatal == y.fatal && x.about_rank == y.about_rank;
+         x.fatal == y.fatal && x.severity == y.severity && x.about_rank == y.about_rank;
 }
 
 // What a file's name says about its lines (rank3.log, worker-3, node-07.out, ...).

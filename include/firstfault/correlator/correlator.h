@@ -142,8 +142,9 @@ class Correlator {
   int64_t time_key(const Timestamp& t) const;
   bool earlier(const Event& a, const Event& b) const;
   // The job's error lines (error_exception_line, error_fatal_line) and which of them are
-  // harmless: error_benign_line, and the exception closing a traceback under Python's
-  // "Exception ignored in:" header. Computed once per finish().
+  // harmless: error_benign_line, the exception closing a traceback under Python's
+  // "Exception ignored in:" header, and a c10 stack under a warning (c10_warning_stack).
+  // Computed once per finish().
   struct ErrorLines {
     std::vector<const Event*> lines;
     std::set<std::pair<uint32_t, uint64_t>> benign;  // (input, line)
