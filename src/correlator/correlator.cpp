@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdlib>
+#include <limits>
 #include <set>
 
 #include "firstfault/reader/log_reader.h"
@@ -453,6 +454,26 @@ void Correlator::resolve_times_and_ranks() {
       if (it == nccl_rank.end() || nranks > it->second.second) nccl_rank[key] = {rank, nranks};
     }
   }
+  // Ray Train states each worker's world rank outright: the worker's own process-group line (its
+  // Ray prefix gives ip and pid) and the trainer's worker list (ip and pid in the text). The ip
+  // is absent from a prefix on the driver's node, so a pid that one listed worker has maps alone.
+  std::map<int64_t, int> ray_pid_rank;  // -1: several workers have the pid
+  auto note_ray_worker = [&](const std::string& host, int64_t pid, int rank) {
+    if (rank < 0 || pid < 0) return;
+    if (!host.empty()) {
+      hosts.insert(host);
+      nccl_rank[{host, pid}] = {rank, std::numeric_limits<int>::max()};  // the world, whatever NCCL saw
+    }
+    auto [it, fresh] = ray_pid_rank.emplace(pid, rank);
+    if (!fresh && it->second != rank) it->second = -1;
+  };
+  if (auto def = lib_.find_pattern("ray_train_process_group_rank"))
+    for (const Event& ev : events_by_def_[*def]) note_ray_worker(ev.host, ev.pid, rank_or(ev.capture("rank"), -1));
+  if (auto def = lib_.find_pattern("ray_train_worker_rank"))
+    for (const Event& ev : events_by_def_[*def]) {
+      const std::string* host = ev.capture("worker_host");
+      note_ray_worker(host ? *host : std::string(), to_int_or(ev.capture("worker_pid"), -1), rank_or(ev.capture("world_rank"), -1));
+    }
   // Second pass for bus ids: only world-communicator lines map a GPU to a global rank.
   if (auto def = lib_.find_pattern("nccl_comm_init_rank")) {
     for (const Event& ev : events_by_def_[*def]) {
@@ -473,6 +494,10 @@ void Correlator::resolve_times_and_ranks() {
       if (ev.rank < 0 && !ev.host.empty() && ev.pid >= 0) {
         auto it = nccl_rank.find({ev.host, ev.pid});
         if (it != nccl_rank.end()) ev.rank = it->second.first;
+      }
+      if (ev.rank < 0 && ev.host.empty() && ev.pid >= 0) {  // a Ray prefix without ip=
+        auto it = ray_pid_rank.find(ev.pid);
+        if (it != ray_pid_rank.end() && it->second >= 0) ev.rank = it->second;
       }
       if (ev.rank < 0 && !ev.host.empty()) {
         // A message naming a process (kernel OOM killer, launcher) on a host where NCCL showed

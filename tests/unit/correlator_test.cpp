@@ -261,6 +261,31 @@ TEST_CASE("correlator: the c10 stack under a [W] warning fails nothing; under [E
   CHECK(f.run(far + "[rank7]: " + stack).verdict == "unrecognized");
 }
 
+TEST_CASE("correlator: Ray Train's process-group and worker-list lines map a Ray prefix to its world rank") {
+  Fixture f;
+  const std::string oom_line = "RuntimeError: CUDA out of memory. Tried to allocate 20.00 MiB (GPU 0; 10.76 GiB total capacity)\n";
+  // Each worker states its rank (Ray 1.x/2.x): the prefix's (ip, pid) is that rank.
+  Diagnosis own = f.run(
+      "(BaseWorkerMixin pid=20102, ip=10.0.100.15) INFO torch.py:66 -- Setting up process group for: env:// [rank=0, world_size=2]\n"
+      "(BaseWorkerMixin pid=25342, ip=10.0.100.14) INFO torch.py:66 -- Setting up process group for: env:// [rank=1, world_size=2]\n"
+      "(BaseWorkerMixin pid=25342, ip=10.0.100.14) Traceback (most recent call last):\n"
+      "(BaseWorkerMixin pid=25342, ip=10.0.100.14) " + oom_line);
+  check_decision(own, "cuda-oom", 1, "root-event");
+  // Newer Ray: only the trainer's list names every worker, and a worker on the driver's node
+  // prints no ip= in its prefix.
+  const std::string list = "(TorchTrainer pid=71127) Started distributed worker processes:\n"
+                           "(TorchTrainer pid=71127) - (ip=10.216.70.82, pid=75298) world_rank=0, local_rank=0, node_rank=0\n"
+                           "(TorchTrainer pid=71127) - (ip=10.216.70.82, pid=75299) world_rank=1, local_rank=1, node_rank=0\n"
+                           "(TorchTrainer pid=71127) - (node_id=d93746e8, ip=10.2.0.6, pid=24444) world_rank=2, local_rank=0, node_rank=1\n";
+  check_decision(f.run(list + "(RayTrainWorker pid=75299) " + oom_line), "cuda-oom", 1, "root-event");
+  check_decision(f.run(list + "(RayTrainWorker pid=24444, ip=10.2.0.6) " + oom_line), "cuda-oom", 2, "root-event");
+  // A worker the list does not name gets no rank: the pid order proves nothing.
+  Diagnosis unknown = f.run(list + "(RayTrainWorker pid=99999) " + oom_line);
+  REQUIRE(unknown.entry);
+  CHECK(unknown.entry->id == "cuda-oom");
+  CHECK_FALSE(unknown.initiating.rank);
+}
+
 TEST_CASE("correlator: a glog/c10 line of severity F is a failure line whatever its text") {
   Fixture f;
   Diagnosis g = f.run("step 1\nF0801 13:23:17.366000 32974 some/file.cc:90] Check failed: foo_ready\n");
