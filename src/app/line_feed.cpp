@@ -21,11 +21,12 @@ LineFeed::LineFeed(const Matcher& matcher, Correlator& correlator, LineAttributo
 }
 
 // A c10 stack ("Exception raised from ... (most recent call first):") belongs to the rank's last
-// glog/c10 header; it is a warning's stack when that header, a few lines before, says W.
+// glog/c10 header; it is a warning's stack when that header, a few lines before, says W or I
+// (ProcessGroupNCCL logs a watchdog that caught "driver shutting down" at exit at INFO).
 bool LineFeed::under_warning(int rank, uint64_t line_no) const {
   constexpr uint64_t kWarningStackLines = 20;
   auto it = last_header_.find(rank);
-  return it != last_header_.end() && it->second.severity == 'W' && line_no > it->second.line &&
+  return it != last_header_.end() && (it->second.severity == 'W' || it->second.severity == 'I') && line_no > it->second.line &&
          line_no - it->second.line <= kWarningStackLines;
 }
 

@@ -302,7 +302,8 @@ Correlator::ErrorLines Correlator::error_lines() const {
     if (auto def = lib_.find_pattern(name))
       for (const Event& ev : events_by_def_[*def]) e.lines.push_back(&ev);
   // Lines an error pattern catches but that are known to be harmless (error_benign_line), and
-  // the head of a stack c10 printed under a warning (the line feed reports c10_warning_stack only then).
+  // the head of a stack c10 printed under a warning or info line (the line feed reports
+  // c10_warning_stack only then).
   for (auto name : {"error_benign_line", "c10_warning_stack"})
     if (auto def = lib_.find_pattern(name))
       for (const Event& ev : events_by_def_[*def]) e.benign.insert({ev.input, ev.line});

@@ -229,7 +229,7 @@ TEST_CASE("correlator: the exception under Python's 'Exception ignored in:' fail
   CHECK(next.first_error->line == 7);
 }
 
-TEST_CASE("correlator: the c10 stack under a [W] warning fails nothing; under [E], or alone, it does") {
+TEST_CASE("correlator: the c10 stack under a [W] or [I] line fails nothing; under [E], or alone, it does") {
   Fixture f;
   const std::string stack = "Exception raised from recvBytes at /pytorch/torch/csrc/distributed/c10d/Utils.hpp:678 "
                             "(most recent call first):\n"
@@ -240,6 +240,7 @@ TEST_CASE("correlator: the c10 stack under a [W] warning fails nothing; under [E
   };
   // The heartbeat's warning at a clean shutdown (vllm-project/vllm#1237).
   CHECK(f.run("[rank7]: step 10 done\n" + header('W') + stack).verdict == "clean");
+  CHECK(f.run("[rank7]: step 10 done\n" + header('I') + stack).verdict == "clean");
   // The same stack under an error header, or with no header at all, is an error line.
   Diagnosis e = f.run("[rank7]: step 10 done\n" + header('E') + stack);
   CHECK(e.verdict == "unrecognized");

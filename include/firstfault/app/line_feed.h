@@ -74,7 +74,7 @@ class LineFeed : public BlockSink {
   std::string_view block_;  // the block being fed (its lines' tails are kept as views until its end)
   int pdsh_def_ = -1;
   int fatal_def_ = -1;  // error_fatal_line: also reported for a line whose header says F (fatal)
-  int warning_stack_def_ = -1;  // c10_warning_stack: reported only under a W header (under_warning())
+  int warning_stack_def_ = -1;  // c10_warning_stack: reported only under a W or I header (under_warning())
   // Per rank (-1: lines without one), its last line with a glog/c10 header: the header a c10
   // stack printed after it belongs to.
   struct LastHeader {

@@ -143,7 +143,7 @@ class Correlator {
   bool earlier(const Event& a, const Event& b) const;
   // The job's error lines (error_exception_line, error_fatal_line) and which of them are
   // harmless: error_benign_line, the exception closing a traceback under Python's
-  // "Exception ignored in:" header, and a c10 stack under a warning (c10_warning_stack).
+  // "Exception ignored in:" header, and a c10 stack under a warning or info line (c10_warning_stack).
   // Computed once per finish().
   struct ErrorLines {
     std::vector<const Event*> lines;
