@@ -396,19 +396,19 @@ std::string Redactor::mask_learned(std::string_view text) {
 RedactCounts redact_diagnosis(Diagnosis& d, Redactor& r) {
   // Every host the attribution stage found (rank prefixes, syslog, NCCL, pdsh, file names).
   for (const auto& rank : d.ranks) r.add_host(rank.host);
-  r.add_host(d.initiating.host);
   auto add_evidence_host = [&](const std::optional<Evidence>& e) {
     if (e) r.add_host(e->host);
   };
-  add_evidence_host(d.initiating.first_evidence);
+  auto add_decision_hosts = [&](const RankDecision& dec) {
+    r.add_host(dec.host);
+    add_evidence_host(dec.first_evidence);
+  };
+  add_decision_hosts(d.initiating);
   for (const auto& e : d.evidence) r.add_host(e.host);
   for (const auto& rank : d.ranks) add_evidence_host(rank.first_event);
   add_evidence_host(d.first_error);
   if (d.launcher_first_failure) r.add_host(d.launcher_first_failure->line.host);
-  if (d.suspect) {
-    r.add_host(d.suspect->host);
-    add_evidence_host(d.suspect->first_evidence);
-  }
+  if (d.suspect) add_decision_hosts(*d.suspect);
   for_each_text(d, [&](std::string& s) { r.learn(s); });
   for_each_text(d, [&](std::string& s) { s = r.mask_learned(s); });
   return r.counts();

@@ -112,12 +112,15 @@ void visit_evidence(Evidence& e, const std::function<void(std::string&)>& fn) {
   fn(e.text);
   for (auto& kv : e.captures) fn(kv.second);
 }
+void visit_decision(RankDecision& r, const std::function<void(std::string&)>& fn) {
+  fn(r.host);
+  fn(r.reason);
+  if (r.first_evidence) visit_evidence(*r.first_evidence, fn);
+}
 }  // namespace
 
 void for_each_text(Diagnosis& d, const std::function<void(std::string&)>& fn) {
-  fn(d.initiating.host);
-  fn(d.initiating.reason);
-  if (d.initiating.first_evidence) visit_evidence(*d.initiating.first_evidence, fn);
+  visit_decision(d.initiating, fn);
   for (auto& e : d.evidence) visit_evidence(e, fn);
   fn(d.collateral.summary);
   fn(d.collateral.op);
@@ -134,11 +137,7 @@ void for_each_text(Diagnosis& d, const std::function<void(std::string&)>& fn) {
   }
   if (d.first_error) visit_evidence(*d.first_error, fn);
   if (d.launcher_first_failure) visit_evidence(d.launcher_first_failure->line, fn);
-  if (d.suspect) {
-    fn(d.suspect->host);
-    fn(d.suspect->reason);
-    if (d.suspect->first_evidence) visit_evidence(*d.suspect->first_evidence, fn);
-  }
+  if (d.suspect) visit_decision(*d.suspect, fn);
   for (auto& s : d.limits.dropped) fn(s);
 }
 
