@@ -359,9 +359,9 @@ std::map<int, const Event*> Correlator::own_error_lines(const ErrorLines& errors
   return own;
 }
 
-std::optional<RankDecision> Correlator::suspect_from_error_lines(const ErrorLines& errors, std::optional<int> launcher_rank,
+std::optional<RankDecision> Correlator::suspect_from_error_lines(const std::map<int, const Event*>& own,
+                                                                 std::optional<int> launcher_rank,
                                                                  const std::string& launcher_name) const {
-  std::map<int, const Event*> own = own_error_lines(errors);  // rank -> its first error line of its own
   if (own.empty()) return std::nullopt;
   std::vector<const Event*> firsts;
   for (const auto& [r, ev] : own) firsts.push_back(ev);
@@ -928,6 +928,12 @@ Diagnosis Correlator::finish() {
       if (int v = rank_or(r.capture("rank"), -1); v >= 0) launcher_failed_ranks.insert(v);
 
   const ErrorLines errors = error_lines();
+  // Each rank's first error line of its own: worked out at most once, and only where a rung needs it.
+  std::optional<std::map<int, const Event*>> own_cache;
+  auto own_errors = [&]() -> const std::map<int, const Event*>& {
+    if (!own_cache) own_cache = own_error_lines(errors);
+    return *own_cache;
+  };
 
   // ---- verdict ----
   if (all.empty()) {
@@ -944,7 +950,7 @@ Diagnosis Correlator::finish() {
         d.launcher_first_failure = LauncherHint{
             *launcher_rank, launcher_name,
             to_evidence(*launcher_event, lib_.patterns[launcher_event->def].name, Role::kTeardown)};
-      d.suspect = suspect_from_error_lines(errors, launcher_rank, launcher_name);
+      d.suspect = suspect_from_error_lines(own_errors(), launcher_rank, launcher_name);
       if (d.suspect) d.suspect->reason = "no entry knows this failure; " + d.suspect->reason;
     }
   } else {
@@ -1071,12 +1077,12 @@ Diagnosis Correlator::finish() {
       // the one of them that printed an error of its own is where it started.
       const Event* raised = nullptr;
       if (suspects.size() > 1) {
-        std::map<int, const Event*> own = own_error_lines(errors);
+        const std::map<int, const Event*>& own = own_errors();
         std::vector<int> hit;
         for (int r : suspects)
           if (own.count(r)) hit.push_back(r);
         if (hit.size() == 1) {
-          raised = own[hit.front()];
+          raised = own.at(hit.front());
           auto at = std::find(suspects.begin(), suspects.end(), hit.front());
           std::rotate(suspects.begin(), at, at + 1);
         }
@@ -1184,7 +1190,7 @@ Diagnosis Correlator::finish() {
         dec.method = "root-event";
         dec.confidence = 0.5;
         dec.reason = fmt::format("the root line carries no rank; the entry's context lines name only rank {}", ctx_rank);
-      } else if (auto own = roots.empty() ? suspect_from_error_lines(errors, launcher_rank, launcher_name) : std::nullopt;
+      } else if (auto own = roots.empty() ? suspect_from_error_lines(own_errors(), launcher_rank, launcher_name) : std::nullopt;
                  own && own->rank && own->candidates.size() == 1 && ranks_.size() >= 2) {
         // The entry has no root event (a cascade-only diagnosis: "cause not in the log"), but
         // one rank printed an error of its own while the others show only consequences: the

@@ -157,9 +157,10 @@ class Correlator {
   // that reports no lost peer (error_consequence_line), not benign, and before the rank's first
   // cascade line.
   std::map<int, const Event*> own_error_lines(const ErrorLines& errors) const;
-  // For an unrecognised failure: the rank whose own error line comes first, from error lines
-  // alone (docs/initiating-rank.md, "No entry matches").
-  std::optional<RankDecision> suspect_from_error_lines(const ErrorLines& errors, std::optional<int> launcher_rank,
+  // For an unrecognised failure: the rank whose own error line comes first, from the ranks' own
+  // error lines (own_error_lines) alone (docs/initiating-rank.md, "No entry matches").
+  std::optional<RankDecision> suspect_from_error_lines(const std::map<int, const Event*>& own,
+                                                       std::optional<int> launcher_rank,
                                                        const std::string& launcher_name) const;
   Evidence to_evidence(const Event& ev, const std::string& pattern, Role role) const;
 
