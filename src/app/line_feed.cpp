@@ -25,12 +25,29 @@ LineFeed::LineFeed(const Matcher& matcher, Correlator& correlator, LineAttributo
 // (ProcessGroupNCCL logs a watchdog that caught "driver shutting down" at exit at INFO).
 bool LineFeed::under_warning(int rank, uint64_t line_no) const {
   constexpr uint64_t kWarningStackLines = 20;
-  auto it = last_header_.find(rank);
-  return it != last_header_.end() && (it->second.severity == 'W' || it->second.severity == 'I') && line_no > it->second.line &&
-         line_no - it->second.line <= kWarningStackLines;
+  size_t i = static_cast<size_t>(rank + 1);
+  if (rank < -1 || i >= last_header_.size()) return false;
+  const LastHeader& h = last_header_[i];
+  return (h.severity == 'W' || h.severity == 'I') && line_no > h.line && line_no - h.line <= kWarningStackLines;
+}
+
+void LineFeed::note_header(int rank, uint64_t line_no, char severity) {
+  size_t i = static_cast<size_t>(rank + 1);
+  if (rank < -1 || i > kMaxRanks) return;
+  if (i >= last_header_.size()) last_header_.resize(i + 1);
+  last_header_[i] = {line_no, severity};
 }
 
 void LineFeed::on_block(std::string_view block) {
+  feed_block(block);
+  corr_.settle_tails();  // the reader reuses the block's buffer next
+}
+
+// The window stays mapped over several blocks: the tails are copied once, when it goes.
+void LineFeed::on_mapped_block(std::string_view block) { feed_block(block); }
+void LineFeed::on_mapped_release() { corr_.settle_tails(); }
+
+void LineFeed::feed_block(std::string_view block) {
   if (g_interrupted.load(std::memory_order_relaxed)) return;
   // The prefilter (shared by all threads) when one is at hand: compiled into the binary for the
   // built-in library, or cached. Compiling one costs about a second, so that happens only once
@@ -73,7 +90,6 @@ void LineFeed::on_block(std::string_view block) {
       process_line(line.text, {false, line.patterns, line.starts, line.memos, line.count}, false, h, plan);
     }
   }
-  corr_.settle_tails();  // the reader reuses the block's buffer next
   block_ = {};
 }
 
@@ -98,7 +114,7 @@ void LineFeed::process_line(std::string_view line, const Potentials& pot, bool p
   }
   for_each_segment(line, scratch_, [&](std::string_view seg) {
     Attribution a = attr_.attribute(seg, plan);  // one segment when there is a plan: the whole line
-    if (a.severity) last_header_[a.rank] = {line_no, a.severity};
+    if (a.severity) note_header(a.rank, line_no, a.severity);
     // A segment inside the block outlives this call (until on_block() settles the tails);
     // one in a scratch buffer (escapes stripped) or a partial line does not.
     bool in_block = !block_.empty() && seg.data() >= block_.data() && seg.data() + seg.size() <= block_.data() + block_.size();

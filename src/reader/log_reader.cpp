@@ -1,5 +1,7 @@
 #include "firstfault/reader/log_reader.h"
 
+#include "firstfault/reader/mapped_file.h"
+
 #include <archive.h>
 #include <fcntl.h>
 #include <sys/stat.h>
@@ -20,6 +22,9 @@ namespace {
 // time in alternating runs here).
 constexpr size_t kReadChunk = 1 << 20;
 constexpr size_t kFirstChunk = 64 << 10;
+// Plain files from this size on are read through a mapping (mapped_file.h); for smaller ones
+// the mapping's set-up costs about what the copy it saves does.
+constexpr uint64_t kMappedMinBytes = 1 << 20;
 
 // A byte stream: plain fd reads, or libarchive's raw decompressor on top of one.
 class ByteSource {
@@ -292,6 +297,22 @@ class MemberSource : public ArchiveDataSource {
   explicit MemberSource(struct archive* a) : ArchiveDataSource(a, "corrupt archive member") {}
 };
 
+// An uncompressed input whose first bytes, `head`, were already read from `fd`. A regular
+// file of kMappedMinBytes or more is read through a mapping; the rest (a last line without
+// '\n', lines written since, or what a mapping cannot give) with read() from where it ended.
+Status read_plain(int fd, bool may_map, std::string head, BlockSink& sink, ReadStats& stats) {
+  struct stat st {};
+  if (may_map && ::fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && static_cast<uint64_t>(st.st_size) >= kMappedMinBytes) {
+    MappedRead mapped = read_mapped_lines(fd, 0, static_cast<uint64_t>(st.st_size), kReadChunk, sink, stats.bytes);
+    if (!mapped.status.ok()) return mapped.status;
+    if (::lseek(fd, static_cast<off_t>(mapped.offset), SEEK_SET) < 0) return Error{std::strerror(errno)};
+    head.clear();
+  }
+  FdSource raw(fd, std::move(head));
+  Splitter splitter(sink);
+  return splitter.pump(raw, stats);
+}
+
 }  // namespace
 
 Status read_archive_member(struct archive* a, BlockSink& sink, ReadStats& stats) {
@@ -306,9 +327,13 @@ Status read_input_range(const InputSource& input, uint64_t begin, uint64_t end, 
   int fd = ::open(input.path.c_str(), O_RDONLY | O_CLOEXEC);
   if (fd < 0) return Error{std::strerror(errno)};
   FdCloser closer{fd};
-  RangeSource src(fd, begin, end);
-  Splitter splitter(sink);
-  Status s = splitter.pump(src, stats);
+  MappedRead mapped = read_mapped_lines(fd, begin, end, kReadChunk, sink, stats.bytes);
+  Status s = mapped.status;
+  if (s.ok() && mapped.offset < end) {  // a last line without '\n', or lines a mapping cannot give
+    RangeSource src(fd, mapped.offset, end);
+    Splitter splitter(sink);
+    s = splitter.pump(src, stats);
+  }
   stats.compressed_bytes = stats.bytes;
   return s;
 }
@@ -341,13 +366,13 @@ Status read_input(const InputSource& input, BlockSink& sink, ReadStats& stats) {
   head.resize(got);
   stats.compression = sniff_compression(head);
 
-  FdSource raw(fd, head);
-  Splitter splitter(sink);
   if (stats.compression.empty()) {
-    Status s = splitter.pump(raw, stats);
+    Status s = read_plain(fd, !input.is_stdin, head, sink, stats);
     stats.compressed_bytes = stats.bytes;
     return s;
   }
+  FdSource raw(fd, head);
+  Splitter splitter(sink);
   ArchiveSource archive(&raw, &stats.compressed_bytes);
   if (!archive.open()) return Error{stats.compression + ": " + archive.error()};
   Status s = splitter.pump(archive, stats);

@@ -1,5 +1,7 @@
 #include <catch2/catch.hpp>
 
+#include <unistd.h>
+
 #include "firstfault/reader/log_reader.h"
 #include "test_support.h"
 
@@ -108,4 +110,86 @@ TEST_CASE("inputs: a symlink loop does not recurse forever") {
   std::vector<InputProblem> problems;
   auto inputs = expand_inputs({dir.path() + "/job"}, problems);
   CHECK(inputs.size() == 1);
+}
+
+namespace {
+// Lines as a consumer sees them: each capped at kMaxLineBytes, whichever way the reader
+// delivered it (in a block, or as a long line's head).
+struct CappedCollect : BlockSink {
+  std::vector<std::string> lines;
+  uint64_t blocks = 0;
+  void on_block(std::string_view block) override {
+    ++blocks;
+    for_each_line(block, [&](std::string_view l) { lines.emplace_back(l.substr(0, kMaxLineBytes)); });
+  }
+  void on_long_line(std::string_view head, uint64_t) override { lines.emplace_back(head.substr(0, kMaxLineBytes)); }
+};
+
+std::vector<std::string> capped_lines(const std::string& text) {
+  CappedCollect c;
+  c.on_block(text);
+  return c.lines;
+}
+
+// ~11 MiB of lines of many lengths: short and empty ones, one of 200 KiB (past kMaxLineBytes,
+// inside a block) and one of 3 MiB (longer than a read block), and a last line with no '\n'.
+std::string mixed_lines() {
+  std::string text;
+  uint32_t x = 12345;
+  for (int i = 0; text.size() < (11u << 20); ++i) {
+    x = x * 1103515245u + 12345u;
+    if (i == 20000) text += std::string(200u << 10, 'a') + "\n";
+    if (i == 40000) text += std::string(3u << 20, 'b') + "\n";
+    text += "[rank" + std::to_string(i % 64) + "]: line " + std::to_string(i) + std::string((x >> 16) % 300, 'z') + "\n";
+  }
+  return text + "no newline at end";
+}
+}  // namespace
+
+TEST_CASE("reader: a large plain file read through the mapping gives every line, whole or in ranges") {
+  test::TempDir dir;
+  std::string text = mixed_lines();
+  std::string path = dir.write("big.log", text);
+  std::vector<std::string> want = capped_lines(text);
+
+  CappedCollect whole;
+  ReadStats st;
+  REQUIRE(read_input({path, false}, whole, st).ok());
+  CHECK(whole.lines == want);
+  CHECK(st.bytes == text.size());
+
+  // Three ranges cut at line starts, as the pipeline splits a file across threads.
+  std::vector<uint64_t> cuts{0, text.find('\n', text.size() / 3) + 1, text.find('\n', 2 * text.size() / 3) + 1,
+                             text.size()};
+  CappedCollect parts;
+  for (size_t i = 0; i + 1 < cuts.size(); ++i) {
+    ReadStats rs;
+    REQUIRE(read_input_range({path, false}, cuts[i], cuts[i + 1], parts, rs).ok());
+  }
+  CHECK(parts.lines == want);
+}
+
+TEST_CASE("reader: a file truncated while it is mapped stops with an error, delivering only its real lines") {
+  test::TempDir dir;
+  std::string line = "[rank3]: step 100 loss 1.25 and some more text to make a line\n";
+  std::string text;
+  while (text.size() < (12u << 20)) text += line;
+  std::string path = dir.write("shrinking.log", text);
+  // The first block is delivered, then the file loses all but its first 1.5 MiB (a rotation by
+  // copytruncate does this); the pages past that point now raise SIGBUS in the mapping.
+  struct Truncating : CappedCollect {
+    std::string path;
+    void on_block(std::string_view block) override {
+      if (blocks == 0) REQUIRE(::truncate(path.c_str(), (3 << 20) / 2) == 0);
+      CappedCollect::on_block(block);
+    }
+  } sink;
+  sink.path = path;
+  ReadStats st;
+  Status s = read_input({path, false}, sink, st);
+  REQUIRE_FALSE(s.ok());
+  CHECK(s.message().find("shrank while it was being read") != std::string::npos);
+  REQUIRE_FALSE(sink.lines.empty());
+  CHECK(sink.lines.size() * line.size() <= (3u << 20) / 2);
+  for (const std::string& l : sink.lines) REQUIRE(l + "\n" == line);  // no zeros, no cut line
 }

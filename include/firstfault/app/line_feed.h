@@ -6,7 +6,6 @@
 #include <cstdint>
 #include <string>
 #include <string_view>
-#include <unordered_map>
 #include <vector>
 
 #include "firstfault/attribution/line_attributor.h"
@@ -33,6 +32,8 @@ class LineFeed : public BlockSink {
            InputSummary& summary, LineObserver* observer = nullptr);
 
   void on_block(std::string_view block) override;
+  void on_mapped_block(std::string_view block) override;
+  void on_mapped_release() override;
   void on_long_line(std::string_view head, uint64_t full_length) override;
 
   // The start of a line that is still being written, up to a '\r' (a tqdm bar redrawing with no
@@ -71,17 +72,22 @@ class LineFeed : public BlockSink {
   // Per template of templates_ (by template_id): how its lines' prefixes were peeled.
   std::vector<AttributionPlan> plans_;
   uint64_t plans_generation_ = 0;
-  std::string_view block_;  // the block being fed (its lines' tails are kept as views until its end)
+  std::string_view block_;  // the block being fed (its lines' tails are kept as views until released)
+  void feed_block(std::string_view block);
   int pdsh_def_ = -1;
   int fatal_def_ = -1;  // error_fatal_line: also reported for a line whose header says F (fatal)
   int warning_stack_def_ = -1;  // c10_warning_stack: reported only under a W or I header (under_warning())
   // Per rank (-1: lines without one), its last line with a glog/c10 header: the header a c10
   // stack printed after it belongs to.
   struct LastHeader {
-    uint64_t line;
-    char severity;
+    uint64_t line = 0;
+    char severity = 0;
   };
-  std::unordered_map<int, LastHeader> last_header_;
+  // Per rank (index rank + 1, so no rank is 0), written for every glog/c10 header line: an
+  // array, not a hash map, since a TF/XLA log has such a header on every line. Ranks past
+  // kMaxRanks are not kept (their stacks stay error lines).
+  std::vector<LastHeader> last_header_;
+  void note_header(int rank, uint64_t line_no, char severity);
   bool under_warning(int rank, uint64_t line_no) const;
   bool prefer_prefilter_ = false;
 };

@@ -25,6 +25,11 @@ class BlockSink {
   virtual void on_block(std::string_view block) = 0;
   // One line longer than the read buffer: its first kMaxLineBytes bytes and its full length.
   virtual void on_long_line(std::string_view head, uint64_t full_length) = 0;
+  // A block from a mapping (mapped_file.h): its bytes stay valid until on_mapped_release(), so a
+  // sink may keep views into it across the blocks of one window instead of copying at each
+  // block's end. By default, an ordinary block.
+  virtual void on_mapped_block(std::string_view block) { on_block(block); }
+  virtual void on_mapped_release() {}
 };
 
 struct ReadStats {
