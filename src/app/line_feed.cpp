@@ -115,8 +115,9 @@ void LineFeed::process_line(std::string_view line, const Potentials& pot, bool p
   for_each_segment(line, scratch_, [&](std::string_view seg) {
     Attribution a = attr_.attribute(seg, plan);  // one segment when there is a plan: the whole line
     if (a.severity) note_header(a.rank, line_no, a.severity);
-    // A segment inside the block outlives this call (until on_block() settles the tails);
-    // one in a scratch buffer (escapes stripped) or a partial line does not.
+    // A segment inside the block outlives this call (until the tails are settled: at the end of
+    // on_block(), or at on_mapped_release()); one in a scratch buffer (escapes stripped) or a
+    // partial line does not.
     bool in_block = !block_.empty() && seg.data() >= block_.data() && seg.data() + seg.size() <= block_.data() + block_.size();
     corr_.observe_line(a, seg, input_, line_no, in_block);
     if (observer_) observer_->on_line(a, seg, input_, line_no);
