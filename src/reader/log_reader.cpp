@@ -1,7 +1,5 @@
 #include "firstfault/reader/log_reader.h"
 
-#include "firstfault/reader/mapped_file.h"
-
 #include <archive.h>
 #include <fcntl.h>
 #include <sys/stat.h>
@@ -13,6 +11,8 @@
 #include <memory>
 #include <string>
 #include <vector>
+
+#include "firstfault/reader/mapped_file.h"
 
 namespace firstfault {
 namespace {

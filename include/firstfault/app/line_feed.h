@@ -56,6 +56,9 @@ class LineFeed : public BlockSink {
   // `plan`: the attribution plan of the line's digit template (lines without CR or escapes only).
   void process_line(std::string_view line, const Potentials& potentials, bool partial, LineHints hints = {},
                     AttributionPlan* plan = nullptr);
+  // The lines of one block; on_block() settles the tails after it, a mapped block's wait for
+  // on_mapped_release().
+  void feed_block(std::string_view block);
 
   const Matcher& matcher_;
   Correlator& corr_;
@@ -73,19 +76,17 @@ class LineFeed : public BlockSink {
   std::vector<AttributionPlan> plans_;
   uint64_t plans_generation_ = 0;
   std::string_view block_;  // the block being fed (its lines' tails are kept as views until released)
-  void feed_block(std::string_view block);
   int pdsh_def_ = -1;
   int fatal_def_ = -1;  // error_fatal_line: also reported for a line whose header says F (fatal)
   int warning_stack_def_ = -1;  // c10_warning_stack: reported only under a W or I header (under_warning())
-  // Per rank (-1: lines without one), its last line with a glog/c10 header: the header a c10
-  // stack printed after it belongs to.
+  // Per rank, its last line with a glog/c10 header: the header a c10 stack printed after it
+  // belongs to. Indexed by rank + 1 (lines without a rank at 0), an array rather than a hash
+  // map since a TF/XLA log has such a header on every line; ranks past kMaxRanks are not kept
+  // (their stacks stay error lines).
   struct LastHeader {
     uint64_t line = 0;
     char severity = 0;
   };
-  // Per rank (index rank + 1, so no rank is 0), written for every glog/c10 header line: an
-  // array, not a hash map, since a TF/XLA log has such a header on every line. Ranks past
-  // kMaxRanks are not kept (their stacks stay error lines).
   std::vector<LastHeader> last_header_;
   void note_header(int rank, uint64_t line_no, char severity);
   bool under_warning(int rank, uint64_t line_no) const;
