@@ -215,14 +215,8 @@ class Splitter {
       start = n + 1;
     }
     // Last newline in the buffer: everything before it is complete lines.
-    size_t last_nl = std::string::npos;
-    for (size_t i = used_; i > start; --i) {
-      if (buf_[i - 1] == '\n') {
-        last_nl = i - 1;
-        break;
-      }
-    }
-    if (last_nl != std::string::npos) {
+    if (const void* nl = ::memrchr(buf_.data() + start, '\n', used_ - start)) {
+      size_t last_nl = static_cast<size_t>(static_cast<const char*>(nl) - buf_.data());
       sink_.on_block(std::string_view(buf_.data() + start, last_nl + 1 - start));
       start = last_nl + 1;
     }
