@@ -217,7 +217,7 @@ void Correlator::observe_line(const Attribution& a, std::string_view line, uint3
     t = &rs->tail.back();
   } else {
     t = &rs->tail[rs->tail_next];
-    rs->tail_next = (rs->tail_next + 1) % rs->tail.size();
+    if (++rs->tail_next == rs->tail.size()) rs->tail_next = 0;  // no division on every line
   }
   keep_last(*rs, t->text, t->pending, line.substr(0, std::min(line.size(), kTailLineBytes)), view_lasts);
   t->input = input;

@@ -57,7 +57,7 @@ void append_digit_template(std::string_view line, std::string& out) {
 
 namespace {
 
-// One line found by template_next_line(): its length (to the '\n' or the block's end) and, when
+// One line found by a template_next_line_*() variant: its length (to the '\n' or the block's end) and, when
 // it is at most `max` bytes (`templated`), the hash of its digit template, written to `out`.
 struct NextLine {
   size_t length;
@@ -144,49 +144,45 @@ uint64_t digit_template_sse2(std::string_view line, char* out, LineHints* hints)
 #endif
 
 #if FIRSTFAULT_HAVE_AVX2_TARGET
-// The SSE2 pass on 32-byte chunks, compiled for AVX2 and chosen at run time (the binary itself
-// targets baseline x86-64). Lines average 100-200 bytes, so the wider chunk halves the loop.
-// The state is its own type so that the fused line splitter below (template_next_line_avx2)
+// The template pass on 32-byte chunks, compiled for AVX2 and chosen at run time (the binary
+// itself targets baseline x86-64). Lines average 100-200 bytes, so the wider chunk halves the
+// loop; its hash is its own (cheaper than the SSE2 one). The state is its own type so that the fused line splitter below (template_next_line_avx2)
 // runs the very same chunks and gives the very same hash.
 struct Avx2Template {
-  __m256i zero_char, nine, esc, nul, cr, acc, key, step, specials, returns;
+  __m256i zero_char, nine, last_control, sum, sum_of_sums, controls;
 
   __attribute__((target("avx2"))) Avx2Template() {
     zero_char = _mm256_set1_epi8('0');
     nine = _mm256_set1_epi8(9);
-    esc = _mm256_set1_epi8('\x1b');
-    nul = _mm256_setzero_si256();
-    cr = _mm256_set1_epi8('\r');
-    // The line's length joins the second lane in finish(): a sum, so the order does not matter.
-    acc = _mm256_set_epi64x(0x452821e638d01377ll, static_cast<long long>(0xbe5466cf34e90c6cull), 0,
+    last_control = _mm256_set1_epi8(0x1f);
+    sum = _mm256_set_epi64x(0x452821e638d01377ll, static_cast<long long>(0xbe5466cf34e90c6cull), 0x13198a2e03707344ll,
                             0x243f6a8885a308d3ll);
-    key = _mm256_set_epi64x(static_cast<long long>(0xc0ac29b7c97c50ddull), 0x3f84d5b5b5470917ll,
-                            0x13198a2e03707344ll, static_cast<long long>(0xa4093822299f31d0ull));
-    step = _mm256_set1_epi64x(static_cast<long long>(0x9e3779b97f4a7c15ull));
-    specials = returns = _mm256_setzero_si256();
+    sum_of_sums = controls = _mm256_setzero_si256();
   }
 
+  // Per chunk as few operations as the work allows: the digits masked, any byte below 0x20
+  // noted (ESC, NUL and CR are among them; finish() tells which, in the rare line that has one),
+  // and the masked bytes folded into a Fletcher-style pair of 64-bit lane sums, where the second
+  // sum makes a chunk's position count. The hash only spreads the template table: find()
+  // compares the template's bytes, so a collision costs time, never a wrong answer.
   __attribute__((target("avx2"))) void chunk(__m256i v, char* dst, size_t n) {
     __m256i d = _mm256_sub_epi8(v, zero_char);
     __m256i is_digit = _mm256_cmpeq_epi8(_mm256_max_epu8(d, nine), nine);
     __m256i m = _mm256_blendv_epi8(v, zero_char, is_digit);
-    specials = _mm256_or_si256(specials, _mm256_or_si256(_mm256_cmpeq_epi8(v, esc), _mm256_cmpeq_epi8(v, nul)));
-    returns = _mm256_or_si256(returns, _mm256_cmpeq_epi8(v, cr));
+    controls = _mm256_or_si256(controls, _mm256_cmpeq_epi8(_mm256_min_epu8(v, last_control), v));
     if (n == 32) _mm256_storeu_si256(reinterpret_cast<__m256i*>(dst), m);
     else {
       alignas(32) char tmp[32];
       _mm256_store_si256(reinterpret_cast<__m256i*>(tmp), m);
       std::memcpy(dst, tmp, n);
     }
-    __m256i k = _mm256_xor_si256(m, key);
-    key = _mm256_add_epi64(key, step);
-    acc = _mm256_add_epi64(acc, _mm256_mul_epu32(k, _mm256_shuffle_epi32(k, _MM_SHUFFLE(2, 3, 0, 1))));
-    acc = _mm256_add_epi64(acc, _mm256_shuffle_epi32(m, _MM_SHUFFLE(1, 0, 3, 2)));
+    sum = _mm256_add_epi64(sum, m);
+    sum_of_sums = _mm256_add_epi64(sum_of_sums, sum);
   }
 
   // The line's tail from byte `i` of `n` (i < n): its last 32 bytes, overlapping the chunk
   // before (bytes hashed twice are still a function of the template, and no padded copy is
-  // needed), or, for a line under 32 bytes, a copy padded with 0xff (not a digit, ESC, NUL or CR).
+  // needed), or, for a line under 32 bytes, a copy padded with 0xff (not a digit nor a control).
   __attribute__((target("avx2"))) void tail(const char* p, size_t i, size_t n, char* out) {
     if (n >= 32) {
       chunk(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p + n - 32)), out + n - 32, 32);
@@ -198,15 +194,16 @@ struct Avx2Template {
     }
   }
 
-  __attribute__((target("avx2"))) uint64_t finish(size_t n, LineHints* hints) {
-    acc = _mm256_add_epi64(acc, _mm256_set_epi64x(0, 0, static_cast<long long>(n), 0));
+  __attribute__((target("avx2"))) uint64_t finish(const char* p, size_t n, LineHints* hints) {
     if (hints) {
-      hints->may_have_escapes = _mm256_movemask_epi8(specials) != 0;
-      hints->may_have_cr = _mm256_movemask_epi8(returns) != 0;
+      // A tab is a control byte too; only a line with one pays for the exact look.
+      if (_mm256_movemask_epi8(controls) != 0) *hints = hints_of(std::string_view(p, n));
+      else hints->may_have_escapes = hints->may_have_cr = false;
     }
+    __m256i folded = _mm256_xor_si256(sum_of_sums, _mm256_slli_epi64(sum, 7));
     alignas(32) uint64_t lanes[4];
-    _mm256_store_si256(reinterpret_cast<__m256i*>(lanes), acc);
-    return mix(mix(mix(mix(lanes[0], lanes[1]), lanes[2]), lanes[3]), n);
+    _mm256_store_si256(reinterpret_cast<__m256i*>(lanes), folded);
+    return mix(mix(lanes[0] ^ (lanes[1] << 21 | lanes[1] >> 43), lanes[2] ^ (lanes[3] << 42 | lanes[3] >> 22)), n);
   }
 };
 
@@ -216,7 +213,7 @@ __attribute__((target("avx2"))) uint64_t digit_template_avx2(std::string_view li
   size_t n = line.size(), i = 0;
   for (; i + 32 <= n; i += 32) t.chunk(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p + i)), out + i, 32);
   if (i < n) t.tail(p, i, n, out);
-  return t.finish(n, hints);
+  return t.finish(p, n, hints);
 }
 
 // Finds the end of the line at `p` and templates it in the same loads: a chunk without '\n'
@@ -234,7 +231,7 @@ __attribute__((target("avx2"))) NextLine template_next_line_avx2(const char* p, 
     if (nl) {
       size_t n = i + static_cast<size_t>(__builtin_ctz(nl));
       if (i < n) t.tail(p, i, n, out);
-      return {n, true, t.finish(n, hints)};
+      return {n, true, t.finish(p, n, hints)};
     }
     t.chunk(v, out + i, 32);
   }
@@ -267,22 +264,6 @@ uint64_t digit_template(std::string_view line, char* out, LineHints* hints) {
   return best(line, out, hints);
 }
 
-namespace {
-
-// The line at `p` (up to '\n' or `end`), templated as digit_template() does, in one pass where
-// the CPU allows: memchr and then the template read every byte twice.
-NextLine template_next_line(const char* p, const char* end, size_t max, char* out, LineHints* hints) {
-  static const NextLineFn best = [] {
-#if FIRSTFAULT_HAVE_AVX2_TARGET
-    if (best_digit_template() == digit_template_avx2) return template_next_line_avx2;
-#endif
-    return template_next_line_portable;
-  }();
-  return best(p, end, max, out, hints);
-}
-
-}  // namespace
-
 std::vector<DigitTemplateVariant> digit_template_variants() {
   std::vector<DigitTemplateVariant> v{{"swar", digit_template_swar}};
 #if defined(__SSE2__)
@@ -294,12 +275,35 @@ std::vector<DigitTemplateVariant> digit_template_variants() {
   return v;
 }
 
-int64_t TemplateScanner::find(uint64_t hash, std::string_view tmpl) const {
+namespace {
+
+bool equal_bytes(const char* a, const char* b, size_t n) { return std::memcmp(a, b, n) == 0; }
+
+#if FIRSTFAULT_HAVE_AVX2_TARGET
+// equal_bytes() inlined into the AVX2 line loop: a template is compared on every line seen
+// before, and the call into libc's memcmp cost more than the compare of a 150-byte line itself.
+__attribute__((target("avx2"))) inline bool equal_bytes_avx2(const char* a, const char* b, size_t n) {
+  if (n < 32) return std::memcmp(a, b, n) == 0;
+  auto same = [](const char* x, const char* y) __attribute__((target("avx2"))) {
+    __m256i u = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(x));
+    __m256i v = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(y));
+    return _mm256_movemask_epi8(_mm256_cmpeq_epi8(u, v)) == -1;
+  };
+  for (size_t i = 0; i + 32 <= n; i += 32)
+    if (!same(a + i, b + i)) return false;
+  return same(a + n - 32, b + n - 32);  // the last bytes, overlapping the chunk before
+}
+#endif
+
+}  // namespace
+
+template <typename EqualFn>
+int64_t TemplateScanner::find(uint64_t hash, std::string_view tmpl, EqualFn equal) const {
   if (table_.empty()) return -1;
   size_t mask = table_.size() - 1;
   for (size_t i = hash & mask; table_[i] != 0; i = (i + 1) & mask) {
     const Template& t = templates_[table_[i] - 1];
-    if (t.hash == hash && t.length == tmpl.size() && std::memcmp(arena_.data() + t.offset, tmpl.data(), tmpl.size()) == 0)
+    if (t.hash == hash && t.length == tmpl.size() && equal(arena_.data() + t.offset, tmpl.data(), tmpl.size()))
       return static_cast<int64_t>(table_[i] - 1);
   }
   return -1;
@@ -389,24 +393,18 @@ const std::vector<TemplateScanner::Line>& TemplateScanner::scan_directly(const P
   return lines_;
 }
 
-const std::vector<TemplateScanner::Line>& TemplateScanner::scan(const Prefilter& prefilter, std::string_view block) {
-  if (bypass_ > 0) {
-    --bypass_;
-    return scan_directly(prefilter, block);
-  }
-  // Limits are checked between blocks, so no line of this block points at a dropped slot.
-  if (arena_.size() >= kMaxArenaBytes / 2 || templates_.size() >= kMaxTemplates / 2) reset();
-  lines_.clear();
-  refs_.clear();
-  misses_text_.clear();
-  miss_starts_.clear();
-  miss_slots_.clear();
-  // 1. Look every line up; a template not seen before (or too long to keep) is queued once.
+// Step 1 of scan() with the line splitter `next_line` and the template compare `equal` inlined:
+// the line loop is compiled once per variant (the AVX2 one with its constants kept in
+// registers across lines). False when the
+// block queued more new templates than kMaxMissBytes.
+template <typename NextLineFn, typename EqualFn>
+inline bool TemplateScanner::look_up_lines(const Prefilter& prefilter, std::string_view block, NextLineFn next_line,
+                                           EqualFn equal) {
   const char* base = block.data();
   size_t start = 0;
   while (start < block.size()) {
     LineHints hints;
-    NextLine next = template_next_line(base + start, base + block.size(), kMaxTemplateBytes, tmpl_, &hints);
+    NextLine next = next_line(base + start, base + block.size(), kMaxTemplateBytes, tmpl_, &hints);
     size_t end = start + next.length;
     bool nl = end < block.size();
     std::string_view line(base + start, next.length);
@@ -416,7 +414,7 @@ const std::vector<TemplateScanner::Line>& TemplateScanner::scan(const Prefilter&
     if (next.templated) {
       std::string_view tmpl(tmpl_, line.size());
       uint64_t h = next.hash;
-      slot = find(h, tmpl);
+      slot = find(h, tmpl, equal);
       queue = slot < 0;
       if (!queue) locate(prefilter, templates_[static_cast<size_t>(slot)]);
       if (queue) {
@@ -435,12 +433,46 @@ const std::vector<TemplateScanner::Line>& TemplateScanner::scan(const Prefilter&
     }
     refs_.push_back({slot, queue ? static_cast<uint32_t>(miss_starts_.size() - 1) : UINT32_MAX});
     if (misses_text_.size() > kMaxMissBytes) {  // mostly new lines: not worth caching, nor the memory
-      reset();
-      bypass_ = kBypassBlocks;
-      return scan_directly(prefilter, block);
+      return false;
     }
     if (!nl) break;
     start = end + 1;
+  }
+  return true;
+}
+
+#if FIRSTFAULT_HAVE_AVX2_TARGET
+__attribute__((target("avx2"), flatten)) bool TemplateScanner::look_up_lines_avx2(const Prefilter& prefilter,
+                                                                                std::string_view block) {
+  return look_up_lines(prefilter, block, template_next_line_avx2, equal_bytes_avx2);
+}
+#endif
+
+bool TemplateScanner::look_up_lines(const Prefilter& prefilter, std::string_view block) {
+#if FIRSTFAULT_HAVE_AVX2_TARGET
+  static const bool avx2 = best_digit_template() == digit_template_avx2;
+  if (avx2) return look_up_lines_avx2(prefilter, block);
+#endif
+  return look_up_lines(prefilter, block, template_next_line_portable, equal_bytes);
+}
+
+const std::vector<TemplateScanner::Line>& TemplateScanner::scan(const Prefilter& prefilter, std::string_view block) {
+  if (bypass_ > 0) {
+    --bypass_;
+    return scan_directly(prefilter, block);
+  }
+  // Limits are checked between blocks, so no line of this block points at a dropped slot.
+  if (arena_.size() >= kMaxArenaBytes / 2 || templates_.size() >= kMaxTemplates / 2) reset();
+  lines_.clear();
+  refs_.clear();
+  misses_text_.clear();
+  miss_starts_.clear();
+  miss_slots_.clear();
+  // 1. Look every line up; a template not seen before (or too long to keep) is queued once.
+  if (!look_up_lines(prefilter, block)) {  // mostly new lines: not worth caching, nor the memory
+    reset();
+    bypass_ = kBypassBlocks;
+    return scan_directly(prefilter, block);
   }
   stats_.lines += lines_.size();
   stats_.scanned += miss_starts_.size();

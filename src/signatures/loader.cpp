@@ -58,6 +58,7 @@ const std::string& LazyRegex::pattern() const {
 
 const RE2* LazyRegex::get() const {
   if (!state_) return nullptr;
+  if (state_->ready.load(std::memory_order_acquire)) return state_->re.get();
   std::call_once(state_->once, [s = state_.get()] {
     // A small budget first (256 KiB): it bounds the DFA cache each of the ~1,000 regexes may
     // grow (a regex whose cache fills falls back to RE2's slower NFA, same result), so memory
@@ -72,6 +73,7 @@ const RE2* LazyRegex::get() const {
     }
     if (re->ok()) s->re = std::move(re);
     else s->error = re->error();
+    s->ready.store(true, std::memory_order_release);
   });
   return state_->re.get();
 }

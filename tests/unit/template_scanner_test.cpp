@@ -12,7 +12,10 @@ using namespace firstfault;
 
 TEST_CASE("template scanner: digit templates and ESC/NUL/CR notes match a byte-by-byte reference") {
   std::mt19937 rng(7);
-  const std::string alphabet = std::string("0123456789az :/.[]") + '\x1b' + '\0' + '\r' + '\xff' + '\x2f' + '\x3a';
+  // Tabs and other control bytes sit next to ESC/NUL/CR in the AVX2 variant's check (one
+  // compare for every byte below 0x20), and must not be noted as either.
+  const std::string alphabet =
+      std::string("0123456789az :/.[]") + '\x1b' + '\0' + '\r' + '\xff' + '\x2f' + '\x3a' + '\t' + '\x01' + '\x1f' + '\x20';
   std::uniform_int_distribution<size_t> pick(0, alphabet.size() - 1);
   for (const DigitTemplateVariant& variant : digit_template_variants()) {
     INFO("variant " << variant.name);

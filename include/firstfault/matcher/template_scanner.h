@@ -81,10 +81,16 @@ class TemplateScanner {
   // Keeps only the candidates whose relaxed pattern matches the template in RE2, with the offset
   // where each can first match; done when a template is seen a second time.
   void locate(const Prefilter& prefilter, Template& t);
-  // The template's index in templates_, or -1.
-  int64_t find(uint64_t hash, std::string_view tmpl) const;
+  // The template's index in templates_, or -1 (`equal` compares two templates' bytes).
+  template <typename EqualFn>
+  int64_t find(uint64_t hash, std::string_view tmpl, EqualFn equal) const;
   int64_t insert(uint64_t hash, std::string_view tmpl);
   void reset();
+  // Step 1 of scan(), in the widest variant this CPU runs (see the .cpp).
+  bool look_up_lines(const Prefilter& prefilter, std::string_view block);
+  bool look_up_lines_avx2(const Prefilter& prefilter, std::string_view block);
+  template <typename NextLineFn, typename EqualFn>
+  bool look_up_lines(const Prefilter& prefilter, std::string_view block, NextLineFn next_line, EqualFn equal);
 
   std::vector<Template> templates_;  // indices stay valid until reset()
   // Open addressing over templates_ (index + 1; 0 empty), at most half full; starts small (a job

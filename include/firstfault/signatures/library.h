@@ -3,6 +3,7 @@
 // YAML (embedded or --signatures DIR) and validated strictly.
 #include <re2/re2.h>
 
+#include <atomic>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -39,6 +40,9 @@ class LazyRegex {
   struct State {
     std::string pattern, error;
     std::once_flag once;
+    // Set once `re`/`error` are final: get() runs for every candidate line, and a plain
+    // acquire load costs far less than std::call_once's pthread_once each time.
+    std::atomic<bool> ready{false};
     std::unique_ptr<RE2> re;
   };
   std::shared_ptr<State> state_;
