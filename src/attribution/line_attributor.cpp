@@ -330,14 +330,26 @@ size_t p_ompi(sv s, Attribution& a) {
   size_t n = parse_uint(s.substr(j), first);
   if (!n) return 0;
   j += n;
+  sv host;
   if (j < s.size() && s[j] == ',') {
     ++j;
+    // SageMaker's training toolkit rewrites the tag as "[1,mpirank:10,algo-2]<stdout>:"
+    // (sagemaker-training-toolkit, process.py): the rank is named, and the host follows it.
+    bool sagemaker = starts_with(s.substr(j), "mpirank:");
+    if (sagemaker) j += 8;
     n = parse_uint(s.substr(j), second);
     if (!n) return 0;
     j += n;
+    if (sagemaker && j < s.size() && s[j] == ',') {
+      size_t close = s.find(']', j);
+      if (close == sv::npos || close == j + 1) return 0;
+      host = s.substr(j + 1, close - j - 1);
+      j = close;
+    }
   }
   if (j >= s.size() || s[j] != ']') return 0;
   ++j;
+  if (!host.empty()) a.host = host;
   if (j < s.size() && s[j] == '[') {  // tag-detailed [host:pid]
     size_t close = s.find(']', j);
     if (close == sv::npos) return 0;

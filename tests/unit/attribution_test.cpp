@@ -75,6 +75,20 @@ TEST_CASE("attribution: Open MPI tags (4.x, 5.x, ctime)") {
   CHECK(ts(c) == "2024-03-21T02:07:08");
 }
 
+TEST_CASE("attribution: SageMaker's rewritten Open MPI tag names the rank and the host") {
+  // sagemaker-training-toolkit's own test stream: "[1,mpirank:10,algo-2]<stdout>:This is stdout".
+  auto a = attr("[1,mpirank:10,algo-2]<stderr>:RuntimeError: CUDA out of memory.");
+  CHECK(a.rank == 10);
+  CHECK(a.host == "algo-2");
+  CHECK(a.body == "RuntimeError: CUDA out of memory.");
+  auto b = attr("[1,mpirank:0,algo-1]<stdout>:algo-1:79:1300 [0] NCCL INFO Launch mode Parallel");
+  CHECK(b.rank == 0);
+  CHECK(b.host == "algo-1");
+  CHECK(b.pid == 79);
+  CHECK(attr("[1,mpirank:x,algo-1]<stdout>:hello").rank == -1);
+  CHECK(attr("[1,mpirank:3,]<stdout>:hello").rank == -1);
+}
+
 TEST_CASE("attribution: Ray worker prefix, pid is not a rank, rank from inner prefix or actor name") {
   auto a = attr("(RayWorkerWrapper pid=270291, ip=10.175.94.190) [rank3]:[E219 08:58:32.606667496 ProcessGroupNCCL.cpp:1785] x");
   CHECK(a.rank == 3);
