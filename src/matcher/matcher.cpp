@@ -29,6 +29,7 @@ Matcher::Matcher(const Library& lib) : lib_(lib) {
     const PatternDef& p = lib_.patterns[line_groups_[g].front()];
     DigitSets sets;
     std::optional<std::string> blind = digit_closed(p.regex, &sets);
+    digit_closed_.push_back(blind);  // for the prefilter, which needs every group's form too
     digit_blind_.push_back(blind && *blind == p.regex && p.capture_names.size() <= MatchMemo::kMaxGroups);
     digit_classes_.push_back(digit_blind_.back() || !blind ? std::nullopt : digit_classes(sets));
   }
@@ -81,7 +82,7 @@ const Prefilter* Matcher::prefilter(bool may_compile) const {
   if (may_compile ? compile_tried_ : load_tried_) return nullptr;
   load_tried_ = true;
   compile_tried_ = compile_tried_ || may_compile;
-  prefilter_ = Prefilter::load(line_patterns(), may_compile);
+  prefilter_ = Prefilter::load(line_patterns(), may_compile, &digit_closed_);
   ready_.store(prefilter_.get(), std::memory_order_release);
   return prefilter_.get();
 }

@@ -378,10 +378,11 @@ class HyperscanPrefilter : public Prefilter {
     if (proto_scratch_) hs_free_scratch(proto_scratch_);
   }
 
-  static std::unique_ptr<Prefilter> make(const std::vector<const PatternDef*>& patterns, bool may_compile) {
+  static std::unique_ptr<Prefilter> make(const std::vector<const PatternDef*>& patterns, bool may_compile,
+                                         const std::vector<std::optional<std::string>>* closed) {
     auto p = std::unique_ptr<HyperscanPrefilter>(new HyperscanPrefilter());
     p->count_ = static_cast<int>(patterns.size());
-    p->relaxed_ = relax_all(patterns);  // kept for leftmost()
+    p->relaxed_ = relax_all(patterns, closed);  // kept for leftmost()
     const std::vector<std::string>& relaxed = p->relaxed_;
     p->locators_ = std::vector<Locator>(relaxed.size());
     std::string key = cache_key(relaxed);
@@ -421,12 +422,14 @@ class HyperscanPrefilter : public Prefilter {
     return p;
   }
 
-  static std::vector<std::string> relax_all(const std::vector<const PatternDef*>& patterns) {
+  static std::vector<std::string> relax_all(const std::vector<const PatternDef*>& patterns,
+                                            const std::vector<std::optional<std::string>>* closed = nullptr) {
     std::vector<std::string> relaxed;
     // Digit-blind, so one scan answers for every line of a digit template (TemplateScanner). A
     // pattern whose syntax digit_closed() does not read is a candidate on every line.
-    for (const PatternDef* d : patterns) {
-      std::optional<std::string> blind = digit_closed(d->regex);
+    for (size_t i = 0; i < patterns.size(); ++i) {
+      std::optional<std::string> blind =
+          closed && i < closed->size() ? (*closed)[i] : digit_closed(patterns[i]->regex);
       relaxed.push_back(blind ? relax_for_bytes(*blind) : std::string("[\\s\\S]"));
     }
     return relaxed;
@@ -617,8 +620,9 @@ class HyperscanPrefilter : public Prefilter {
 
 }  // namespace
 
-std::unique_ptr<Prefilter> Prefilter::load(const std::vector<const PatternDef*>& patterns, bool may_compile) {
-  return HyperscanPrefilter::make(patterns, may_compile);
+std::unique_ptr<Prefilter> Prefilter::load(const std::vector<const PatternDef*>& patterns, bool may_compile,
+                                           const std::vector<std::optional<std::string>>* closed) {
+  return HyperscanPrefilter::make(patterns, may_compile, closed);
 }
 
 std::string Prefilter::compile_serialized(const std::vector<const PatternDef*>& patterns) {
@@ -627,7 +631,10 @@ std::string Prefilter::compile_serialized(const std::vector<const PatternDef*>& 
 
 #else
 
-std::unique_ptr<Prefilter> Prefilter::load(const std::vector<const PatternDef*>&, bool) { return nullptr; }
+std::unique_ptr<Prefilter> Prefilter::load(const std::vector<const PatternDef*>&, bool,
+                                           const std::vector<std::optional<std::string>>*) {
+  return nullptr;
+}
 std::string Prefilter::compile_serialized(const std::vector<const PatternDef*>&) { return ""; }
 
 #endif

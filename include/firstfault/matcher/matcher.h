@@ -100,6 +100,7 @@ class Matcher {
   std::vector<std::vector<size_t>> line_groups_;
   void report_group(size_t group, std::vector<int>& hits) const;
   std::vector<int> group_of_def_;
+  std::vector<std::optional<std::string>> digit_closed_;  // per group: digit_closed() of its regex
   std::vector<bool> digit_blind_;  // per group: its regex is its own digit_closed() form
   // Per group that is not digit-blind: each digit's class (digit_classes()), when known.
   std::vector<std::optional<std::array<char, 10>>> digit_classes_;
