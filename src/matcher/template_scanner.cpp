@@ -404,6 +404,9 @@ inline bool TemplateScanner::look_up_lines(const Prefilter& prefilter, std::stri
   size_t start = 0;
   while (start < block.size()) {
     LineHints hints;
+    // The hardware prefetcher stops at 4 KiB page ends; asking for the bytes a page ahead keeps
+    // the next page's first lines in cache when the loop gets there (a hint: it never faults).
+    __builtin_prefetch(base + start + 4096);
     NextLine next = next_line(base + start, base + block.size(), kMaxTemplateBytes, tmpl_, &hints);
     size_t end = start + next.length;
     bool nl = end < block.size();
