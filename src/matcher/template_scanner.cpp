@@ -57,8 +57,9 @@ void append_digit_template(std::string_view line, std::string& out) {
 
 namespace {
 
-// One line found by a template_next_line_*() variant: its length (to the '\n' or the block's end) and, when
-// it is at most `max` bytes (`templated`), the hash of its digit template, written to `out`.
+// One line found by a template_next_line_*() variant: its length (to the '\n' or the block's
+// end) and, when it is at most `max` bytes (`templated`), the hash of its digit template,
+// written to `out`.
 struct NextLine {
   size_t length;
   bool templated;
@@ -146,8 +147,9 @@ uint64_t digit_template_sse2(std::string_view line, char* out, LineHints* hints)
 #if FIRSTFAULT_HAVE_AVX2_TARGET
 // The template pass on 32-byte chunks, compiled for AVX2 and chosen at run time (the binary
 // itself targets baseline x86-64). Lines average 100-200 bytes, so the wider chunk halves the
-// loop; its hash is its own (cheaper than the SSE2 one). The state is its own type so that the fused line splitter below (template_next_line_avx2)
-// runs the very same chunks and gives the very same hash.
+// loop; its hash is its own (cheaper than the SSE2 one). The state is its own type so that the
+// fused line splitter below (template_next_line_avx2) runs the very same chunks and gives the
+// very same hash.
 struct Avx2Template {
   __m256i zero_char, nine, last_control, sum, sum_of_sums, controls;
 
@@ -242,7 +244,6 @@ __attribute__((target("avx2"))) NextLine template_next_line_avx2(const char* p, 
 #endif
 
 using DigitTemplateFn = uint64_t (*)(std::string_view, char*, LineHints*);
-using NextLineFn = NextLine (*)(const char*, const char*, size_t, char*, LineHints*);
 
 // The widest variant this CPU runs, chosen once: a run uses one variant throughout, since their
 // hashes differ (the scanner only compares hashes it made itself).
@@ -395,8 +396,7 @@ const std::vector<TemplateScanner::Line>& TemplateScanner::scan_directly(const P
 
 // Step 1 of scan() with the line splitter `next_line` and the template compare `equal` inlined:
 // the line loop is compiled once per variant (the AVX2 one with its constants kept in
-// registers across lines). False when the
-// block queued more new templates than kMaxMissBytes.
+// registers across lines). False when the block queued more new templates than kMaxMissBytes.
 template <typename NextLineFn, typename EqualFn>
 inline bool TemplateScanner::look_up_lines(const Prefilter& prefilter, std::string_view block, NextLineFn next_line,
                                            EqualFn equal) {
@@ -435,9 +435,7 @@ inline bool TemplateScanner::look_up_lines(const Prefilter& prefilter, std::stri
       misses_text_ += '\n';
     }
     refs_.push_back({slot, queue ? static_cast<uint32_t>(miss_starts_.size() - 1) : UINT32_MAX});
-    if (misses_text_.size() > kMaxMissBytes) {  // mostly new lines: not worth caching, nor the memory
-      return false;
-    }
+    if (misses_text_.size() > kMaxMissBytes) return false;
     if (!nl) break;
     start = end + 1;
   }
