@@ -17,9 +17,10 @@
 namespace firstfault {
 namespace {
 
-// 1 MiB: the block is read twice (line templates, then attribution and matching), and at this
-// size it stays in L2 between the two passes (4 MiB did not: 3% more instructions, ~4% more
-// time in alternating runs here).
+// A block is read twice (line templates, then attribution and matching), so it should still be
+// in L2 for the second pass. Buffered reads use 1 MiB (4 MiB cost 3% more instructions and ~4%
+// more time here; smaller reads mean more read() calls). Mapped blocks cost no call, and 256 KiB
+// took ~4% less CPU than 1 MiB (docs/performance.md, 2026-12-02).
 constexpr size_t kReadChunk = 1 << 20;
 constexpr size_t kMappedBlock = 256 << 10;
 constexpr size_t kFirstChunk = 64 << 10;
