@@ -17,6 +17,7 @@ LineFeed::LineFeed(const Matcher& matcher, Correlator& correlator, LineAttributo
     : matcher_(matcher), corr_(correlator), attr_(attributor), input_(input), summary_(summary), observer_(observer) {
   if (auto p = matcher.library().find_pattern("launcher_pdsh_cmd")) pdsh_def_ = static_cast<int>(*p);
   if (auto p = matcher.library().find_pattern("error_fatal_line")) fatal_def_ = static_cast<int>(*p);
+  if (auto p = matcher.library().find_pattern("error_generic_line")) error_def_ = static_cast<int>(*p);
   if (auto p = matcher.library().find_pattern("c10_warning_stack")) warning_stack_def_ = static_cast<int>(*p);
 }
 
@@ -121,7 +122,8 @@ void LineFeed::process_line(std::string_view line, const Potentials& pot, bool p
     bool in_block = !block_.empty() && seg.data() >= block_.data() && seg.data() + seg.size() <= block_.data() + block_.size();
     corr_.observe_line(a, seg, input_, line_no, in_block);
     if (observer_) observer_->on_line(a, seg, input_, line_no);
-    if (!candidate && !a.fatal) return;
+    const bool error_level = a.severity == 'E' && error_def_ >= 0;
+    if (!candidate && !a.fatal && !error_level) return;
     bool inside = false;
     size_t body_offset = 0;
     // The memo of pattern `def` when it describes this very body (its groups are read from it).
@@ -148,6 +150,9 @@ void LineFeed::process_line(std::string_view line, const Potentials& pot, bool p
     // pattern sees it: such a line is a failure line whatever its text, never a clean run.
     if (a.fatal && fatal_def_ >= 0 && std::find(hits_.begin(), hits_.end(), fatal_def_) == hits_.end())
       hits_.push_back(fatal_def_);
+    // So is an ERROR level (glog/c10 'E', or a logging level peeled with its prefix): an error
+    // line, though not one that names a failure.
+    if (error_level && std::find(hits_.begin(), hits_.end(), error_def_) == hits_.end()) hits_.push_back(error_def_);
     for (int def : hits_) {
       if (def == pdsh_def_) attr_.enable_pdsh();
       if (def == warning_stack_def_ && !under_warning(a.rank, line_no)) continue;

@@ -458,6 +458,12 @@ bool is_level(sv s) {
   return false;
 }
 
+// A peeled logging level of ERROR or worse is kept as severity 'E', like a glog/c10 'E' header:
+// the level goes with the prefix, and the line would otherwise read as plain text.
+void note_level(Attribution& a, sv level) {
+  if (level == "ERROR" || level == "CRITICAL" || level == "FATAL") a.severity = 'E';
+}
+
 // SGLang's worker tags after the time, "[2025-12-04 07:44:24 TP2] " or "[... DP1 PP0 TP3 EP3] ",
 // starting at the space at `pos`: returns their length (0 when this is not such a list, and
 // then `a` is untouched). The TP rank is the global rank only when no data-parallel replica
@@ -500,6 +506,7 @@ size_t p_bracket_time(sv s, Attribution& a) {
   if (j < s.size() && s[j] == '[') {
     size_t close = find_near(s, "] ", j, 9);  // a level name is at most 8 letters
     if (close != sv::npos && is_level(s.substr(j + 1, close - j - 1))) {
+      note_level(a, s.substr(j + 1, close - j - 1));
       j = close + 2;
       if (j < s.size() && s[j] == '[') {
         size_t c2 = find_near(s, "] ", j, 119);
@@ -511,7 +518,10 @@ size_t p_bracket_time(sv s, Attribution& a) {
     size_t colon = find_near(s, ": [", j, 79);
     if (colon != sv::npos && s.substr(j, colon - j).find(' ') == sv::npos) {
       size_t close = find_near(s, "] ", colon + 3, 8);
-      if (close != sv::npos && is_level(s.substr(colon + 3, close - colon - 3))) j = close + 2;
+      if (close != sv::npos && is_level(s.substr(colon + 3, close - colon - 3))) {
+        note_level(a, s.substr(colon + 3, close - colon - 3));
+        j = close + 2;
+      }
     }
   }
   return j;
@@ -534,6 +544,7 @@ size_t p_iso_plain(sv s, Attribution& a) {
       sv f = s.substr(k, sep - k);
       k = sep + 3;
       if (is_level(f)) {
+        note_level(a, f);
         j = k;
         break;
       }
@@ -555,6 +566,7 @@ size_t p_vllm(sv s, Attribution& a) {
   if (!hms_at(s, i + 6, h, mi, sec)) return 0;
   unsigned mon = num(s, i, 2), day = num(s, i + 3, 2);
   if (mon < 1 || mon > 12 || day < 1 || day > 31) return reject_value();
+  note_level(a, s.substr(0, sp));
   a.time.kind = Timestamp::kNoYear;
   a.time.ms = make_ms(2000, mon, day, h, mi, sec, 0);
   size_t j = i + 14;
@@ -570,7 +582,7 @@ size_t p_vllm(sv s, Attribution& a) {
 }
 
 // Python logging default: "WARNING:torch.distributed.elastic.multiprocessing.api:"
-size_t p_pylog_default(sv s, Attribution&) {
+size_t p_pylog_default(sv s, Attribution& a) {
   if (s.empty() || !is_level_initial(s[0])) return 0;
   size_t c = s.substr(0, 9).find(':');
   if (c == sv::npos || c > 8 || !is_level(s.substr(0, c))) return 0;
@@ -578,6 +590,7 @@ size_t p_pylog_default(sv s, Attribution&) {
   if (c2 == sv::npos) return 0;
   sv logger = s.substr(c + 1, c2 - c - 1);
   if (logger.empty() || logger.find(' ') != sv::npos) return 0;
+  note_level(a, s.substr(0, c));
   return c2 + 1;
 }
 

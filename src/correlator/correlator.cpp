@@ -298,7 +298,7 @@ bool Correlator::earlier(const Event& a, const Event& b) const {
 
 Correlator::ErrorLines Correlator::error_lines() const {
   ErrorLines e;
-  for (auto name : {"error_exception_line", "error_fatal_line"})
+  for (auto name : {"error_exception_line", "error_fatal_line", "error_generic_line", "py_traceback_header"})
     if (auto def = lib_.find_pattern(name))
       for (const Event& ev : events_by_def_[*def]) e.lines.push_back(&ev);
   // Lines an error pattern catches but that are known to be harmless (error_benign_line), and
@@ -307,20 +307,37 @@ Correlator::ErrorLines Correlator::error_lines() const {
   for (auto name : {"error_benign_line", "c10_warning_stack"})
     if (auto def = lib_.find_pattern(name))
       for (const Event& ev : events_by_def_[*def]) e.benign.insert({ev.input, ev.line});
-  // The exception closing a traceback Python printed under "Exception ignored in: ..." (a
-  // finalizer that raised at exit): Python ignored it, so it fails nothing. It is the same
-  // rank's first error line after the header, within the few dozen lines a traceback takes.
-  if (auto hdr = lib_.find_pattern("py_exception_ignored")) {
-    constexpr uint64_t kIgnoredTracebackLines = 60;
-    for (const Event& h : events_by_def_[*hdr]) {
-      const Event* closing = nullptr;
-      for (const Event* ev : e.lines)
-        if (ev->input == h.input && ev->rank == h.rank && ev->line > h.line && ev->line <= h.line + kIgnoredTracebackLines &&
-            (!closing || ev->line < closing->line))
-          closing = ev;
-      if (closing) e.benign.insert({closing->input, closing->line});
-    }
-  }
+  // A Python traceback runs from a header to the exception line that closes it: the same rank's
+  // first exception line after the header, within the few dozen lines a traceback takes.
+  constexpr uint64_t kTracebackLines = 60;
+  auto exception_def = lib_.find_pattern("error_exception_line");
+  auto closing_exception = [&](const Event& h) -> const Event* {
+    const Event* closing = nullptr;
+    if (exception_def)
+      for (const Event& ev : events_by_def_[*exception_def])
+        if (ev.input == h.input && ev.rank == h.rank && ev.line > h.line && ev.line <= h.line + kTracebackLines &&
+            (!closing || ev.line < closing->line))
+          closing = &ev;
+    return closing;
+  };
+  auto mark_block = [&](const Event& h, const Event& closing) {
+    for (const Event* ev : e.lines)
+      if (ev->input == h.input && ev->rank == h.rank && ev->line >= h.line && ev->line <= closing.line)
+        e.benign.insert({ev->input, ev->line});
+  };
+  // The traceback Python printed under "Exception ignored in: ..." (a finalizer that raised at
+  // exit): Python ignored it, so nothing in it, header to exception, fails anything.
+  if (auto hdr = lib_.find_pattern("py_exception_ignored"))
+    for (const Event& h : events_by_def_[*hdr])
+      if (const Event* closing = closing_exception(h)) mark_block(h, *closing);
+  // A traceback is one error, told by the exception that closes it (harmless when that is:
+  // KeyboardInterrupt); its header counts on its own only where the paste lost the exception.
+  if (auto hdr = lib_.find_pattern("py_traceback_header"))
+    for (const Event& h : events_by_def_[*hdr])
+      if (const Event* closing = closing_exception(h)) {
+        if (e.is_benign(*closing)) mark_block(h, *closing);
+        e.benign.insert({h.input, h.line});
+      }
   return e;
 }
 

@@ -78,6 +78,7 @@ class LineFeed : public BlockSink {
   std::string_view block_;  // the block being fed (its lines' tails are kept as views until released)
   int pdsh_def_ = -1;
   int fatal_def_ = -1;  // error_fatal_line: also reported for a line whose header says F (fatal)
+  int error_def_ = -1;  // error_generic_line: also reported for a line whose level (glog E, logging ERROR) says error
   int warning_stack_def_ = -1;  // c10_warning_stack: reported only under a W or I header (under_warning())
   // Per rank, its last line with a glog/c10 header: the header a c10 stack printed after it
   // belongs to. Indexed by rank + 1 (lines without a rank at 0), an array rather than a hash
