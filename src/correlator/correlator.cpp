@@ -300,7 +300,10 @@ Correlator::ErrorLines Correlator::error_lines() const {
   ErrorLines e;
   for (auto name : {"error_exception_line", "error_fatal_line", "error_generic_line", "py_traceback_header"})
     if (auto def = lib_.find_pattern(name))
-      for (const Event& ev : events_by_def_[*def]) e.lines.push_back(&ev);
+      for (const Event& ev : events_by_def_[*def]) {
+        e.lines.push_back(&ev);
+        e.error_at.insert({ev.input, ev.line});
+      }
   // Lines an error pattern catches but that are known to be harmless (error_benign_line), and
   // the head of a stack c10 printed under a warning or info line (the line feed reports
   // c10_warning_stack only then).
@@ -639,6 +642,32 @@ void Correlator::absorb(Correlator&& later, uint64_t line_offset) {
   order_ += later.order_;
 }
 
+// Generic entries name a failure by its kind alone (an uncaught KeyError, a SIGABRT). A specific
+// entry with a root event of its own says more, so they all give way to it. One that only saw
+// consequences (a collective timeout, "cause not in the log") gives way to a generic root line
+// printed before them (rank 3's KeyError, then the others' timeouts), not to one printed after
+// (the watchdog's own abort, exit code -6, is a consequence of the timeout). A generic diagnosis
+// never claims more than kGenericConfidence.
+void Correlator::keep_generic_only_without_specific(std::vector<Hits>& all) const {
+  constexpr double kGenericConfidence = 0.45;
+  bool specific_root = false;
+  const Event* first_specific = nullptr;  // the first line any specific entry saw
+  for (const Hits& h : all)
+    if (!h.entry->match.generic) {
+      specific_root = specific_root || h.has_root;
+      if (h.first_any && (!first_specific || earlier(*h.first_any, *first_specific))) first_specific = h.first_any;
+    }
+  all.erase(std::remove_if(all.begin(), all.end(),
+                           [&](const Hits& h) {
+                             if (!h.entry->match.generic) return false;
+                             if (specific_root) return true;
+                             return first_specific && !(h.first_root && earlier(*h.first_root, *first_specific));
+                           }),
+            all.end());
+  for (Hits& h : all)
+    if (h.entry->match.generic) h.confidence = std::min(h.confidence, kGenericConfidence);
+}
+
 Diagnosis Correlator::finish() {
   Diagnosis d;
   d.inputs = inputs_;
@@ -679,6 +708,8 @@ Diagnosis Correlator::finish() {
     d.limits.dropped.push_back(fmt::format("text of {} matched line(s) beyond {} bytes", texts_cut_, kMaxEventText));
   }
 
+  const ErrorLines errors = error_lines();
+
   // ---- evaluate every entry ----
   std::vector<Hits> all, fallbacks;
   all.reserve(lib_.entries.size());
@@ -695,6 +726,9 @@ Diagnosis Correlator::finish() {
           const std::string* v = ev.capture(rule.capture);
           if (!v || !RE2::FullMatch(*v, *rule.re)) ok = false;
         }
+        // A generic entry reads a kind of error: only on a line that reads as an error and is not
+        // known to be harmless (a cudaError name in a fallback warning, a library probe at INFO).
+        if (ok && e.match.generic && (!errors.is_error(ev) || errors.is_benign(ev))) ok = false;
         if (ok) h.by_ref[r].push_back(&ev);
       }
     }
@@ -721,7 +755,10 @@ Diagnosis Correlator::finish() {
     }
     h.supported = rule && signal;
     if (!h.supported) continue;
-    if (h.first_root && (!earliest_root || earlier(*h.first_root, *earliest_root))) earliest_root = h.first_root;
+    // A generic entry's root (an exit code, an exception class) says nothing about which specific
+    // entry's root came first.
+    if (h.first_root && !e.match.generic && (!earliest_root || earlier(*h.first_root, *earliest_root)))
+      earliest_root = h.first_root;
     all.push_back(std::move(h));
   }
 
@@ -759,6 +796,7 @@ Diagnosis Correlator::finish() {
       }
     }
   }
+  keep_generic_only_without_specific(all);
   std::sort(all.begin(), all.end(), [&](const Hits& a, const Hits& b) {
     if (a.has_root != b.has_root) return a.has_root;
     if (std::fabs(a.confidence - b.confidence) > 1e-9) return a.confidence > b.confidence;
@@ -944,7 +982,6 @@ Diagnosis Correlator::finish() {
     for (const Event& r : events_by_def_[*rk])
       if (int v = rank_or(r.capture("rank"), -1); v >= 0) launcher_failed_ranks.insert(v);
 
-  const ErrorLines errors = error_lines();
   // Each rank's first error line of its own: worked out at most once, and only where a rung needs it.
   std::optional<std::map<int, const Event*>> own_cache;
   auto own_errors = [&]() -> const std::map<int, const Event*>& {

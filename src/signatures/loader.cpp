@@ -519,12 +519,14 @@ Library load_sources(const std::vector<SourceFile>& sources, std::vector<LoadPro
       if (!m.IsMap()) {
         fc.error(m, "'match' must be a mapping");
       } else {
-        fc.only_keys(m, {"require", "any", "boost", "penalize", "absent", "fallback", "captures"}, "'match'");
-        if (m["fallback"]) {
-          std::string f = fc.scalar(m, "fallback", false);
-          if (f != "true" && f != "false") fc.error(m["fallback"], "'fallback' must be true or false");
-          e.match.fallback = f == "true";
-        }
+        fc.only_keys(m, {"require", "any", "boost", "penalize", "absent", "fallback", "generic", "captures"}, "'match'");
+        for (auto [key, flag] : {std::pair{"fallback", &e.match.fallback}, std::pair{"generic", &e.match.generic}})
+          if (m[key]) {
+            std::string f = fc.scalar(m, key, false);
+            if (f != "true" && f != "false") fc.error(m[key], fmt::format("'{}' must be true or false", key));
+            *flag = f == "true";
+          }
+        if (e.match.fallback && e.match.generic) fc.error(m["generic"], "an entry is either 'fallback' or 'generic', not both");
         auto names_to_refs = [&](const char* key, std::vector<size_t>& out) {
           for (const auto& n : fc.list(m, key, false)) {
             auto k = ref_index(n);

@@ -156,6 +156,7 @@ void write_payload(Writer& w, const Library& lib) {
     const MatchRule& m = e.match;
     for (const auto* v : {&m.require, &m.any, &m.boost, &m.penalize, &m.absent}) w.indices(*v);
     w.u8(m.fallback);
+    w.u8(m.generic);
     w.u32(m.captures.size());
     for (const CaptureRule& c : m.captures) {
       w.u32(c.ref);
@@ -223,6 +224,7 @@ bool read_payload(Reader& r, Library& lib) {
     MatchRule& m = e.match;
     for (auto* v : {&m.require, &m.any, &m.boost, &m.penalize, &m.absent}) *v = r.indices(e.refs.size());
     m.fallback = r.flag();
+    m.generic = r.flag();
     m.captures.resize(r.count(12));
     for (CaptureRule& c : m.captures) {
       c.ref = r.index(e.refs.size());

@@ -122,7 +122,7 @@ const char* expected_entry(Failure f) {
     case Failure::kHostOomKill: return "kernel-oom-killer";
     case Failure::kNcclIbError: return "nccl-ib-vendor-err-129";
     case Failure::kSilentHang: return "training-hang-silent";
-    case Failure::kAppException: return "nccl-collective-timeout";
+    case Failure::kAppException: return "generic-python-exception-user-code";
     case Failure::kNone: return "";
   }
   return "";

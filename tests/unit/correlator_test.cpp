@@ -201,10 +201,10 @@ TEST_CASE("correlator: the earlier of two ranks' root events wins when clocks se
 
 TEST_CASE("correlator: unrecognised and clean logs") {
   Fixture f;
-  Diagnosis u = f.run("step 1\nTraceback (most recent call last):\n  File \"x.py\", line 1\nValueError: my own bug\n");
+  Diagnosis u = f.run("step 1\nTraceback (most recent call last):\n  File \"x.py\", line 1\nDatasetError: my own bug\n");
   CHECK(u.verdict == "unrecognized");
   REQUIRE(u.first_error);
-  CHECK(u.first_error->text == "ValueError: my own bug");
+  CHECK(u.first_error->text == "DatasetError: my own bug");
   Diagnosis c = f.run("step 1 loss 2.0\nstep 2 loss 1.9\n");
   CHECK(c.verdict == "clean");
   CHECK_FALSE(u.launcher_first_failure);
@@ -219,11 +219,11 @@ TEST_CASE("correlator: the exception under Python's 'Exception ignored in:' fail
                         "[rank1]: FileNotFoundError: [Errno 2] No such file or directory\n";
   CHECK(f.run(ignored).verdict == "clean");
   // Another rank's error is not covered by rank 1's header, nor is the same rank's next one.
-  Diagnosis other = f.run(ignored + "[rank0]: ValueError: bad row\n");
+  Diagnosis other = f.run(ignored + "[rank0]: DatasetError: bad row\n");
   CHECK(other.verdict == "unrecognized");
   REQUIRE(other.first_error);
   CHECK(other.first_error->rank == 0);
-  Diagnosis next = f.run(ignored + "[rank1]: Traceback (most recent call last):\n[rank1]: KeyError: 'caption'\n");
+  Diagnosis next = f.run(ignored + "[rank1]: Traceback (most recent call last):\n[rank1]: DatasetError: missing 'caption'\n");
   CHECK(next.verdict == "unrecognized");
   REQUIRE(next.first_error);
   CHECK(next.first_error->line == 7);
@@ -303,7 +303,7 @@ TEST_CASE("correlator: a glog/c10 line of severity F is a failure line whatever 
 
 TEST_CASE("correlator: an unrecognised failure still says which rank the launcher saw fail first") {
   Fixture f;
-  std::string log = "[rank3]: ValueError: my own bug\n"
+  std::string log = "[rank3]: DatasetError: my own bug\n"
                     "torch.distributed.elastic.multiprocessing.errors.ChildFailedError:\n"
                     "Root Cause (first observed failure):\n[0]:\n  time      : 2025-05-05_10:00:00\n"
                     "  rank      : 3 (local_rank: 3)\n  exitcode  : 1 (pid: 77)\n";
@@ -325,7 +325,7 @@ TEST_CASE("correlator: an unrecognised error on one rank makes it the suspect; t
   std::string raised = "[rank0]: step 10 loss 2.0\n[rank1]: step 10 loss 2.0\n"
                        "[rank3]: Traceback (most recent call last):\n"
                        "[rank3]:   File \"/app/losses.py\", line 14, in compute_loss\n"
-                       "[rank3]: KeyError: 'caption'\n";
+                       "[rank3]: DatasetError: missing 'caption'\n";
   std::string log = raised +
                     "Root Cause (first observed failure):\n[0]:\n  time      : 2025-05-05_10:00:00\n"
                     "  rank      : 3 (local_rank: 3)\n  exitcode  : 1 (pid: 77)\n";
@@ -361,30 +361,30 @@ TEST_CASE("correlator: the suspect of an unrecognised failure follows the clocks
   Fixture f;
   // Different errors, a minute apart: the first one is the suspect, whatever the print order.
   Diagnosis d = f.run("2025-05-05 10:01:00 [rank1]: RuntimeError: peer vanished while reducing\n"
-                      "2025-05-05 10:00:00 [rank2]: ValueError: bad row 17 in shard 3\n");
+                      "2025-05-05 10:00:00 [rank2]: DatasetError: bad row 17 in shard 3\n");
   REQUIRE(d.suspect);
   REQUIRE(d.suspect->rank);
   CHECK(*d.suspect->rank == 2);
   CHECK(d.suspect->candidates == std::vector<int>{2, 1});
   CHECK(d.suspect->confidence == Approx(0.4));
   // One message on every rank at once: a job-wide cause, no rank named.
-  Diagnosis w = f.run("[rank0]: ValueError: unknown model type 'llama9'\n[rank1]: ValueError: unknown model type 'llama9'\n");
+  Diagnosis w = f.run("[rank0]: DatasetError: unknown model type 'llama9'\n[rank1]: DatasetError: unknown model type 'llama9'\n");
   REQUIRE(w.suspect);
   CHECK_FALSE(w.suspect->rank);
   CHECK(w.suspect->method == "job-wide");
   // Different messages printed within a second: the first printed, with the least confidence.
-  Diagnosis t = f.run("[rank1]: ValueError: bad row 17 in shard 3\n[rank0]: RuntimeError: peer vanished while reducing\n");
+  Diagnosis t = f.run("[rank1]: DatasetError: bad row 17 in shard 3\n[rank0]: RuntimeError: peer vanished while reducing\n");
   REQUIRE(t.suspect);
   REQUIRE(t.suspect->rank);
   CHECK(*t.suspect->rank == 1);
   CHECK(t.suspect->confidence == Approx(0.3));
   // A rank that only lost a peer did not raise first: losing a connection is a consequence.
   Diagnosis p = f.run("[rank0]: step 5\n[rank2]: step 5\n[rank1]: ConnectionResetError: [Errno 104] Connection reset by peer\n"
-                      "[rank1]: ValueError: could not read the next batch\n");
+                      "[rank1]: DatasetError: could not read the next batch\n");
   CHECK(p.verdict == "unrecognized");
   CHECK_FALSE(p.suspect);
   // Error lines without a rank name no suspect.
-  Diagnosis n = f.run("step 1\nValueError: my own bug\n");
+  Diagnosis n = f.run("step 1\nDatasetError: my own bug\n");
   CHECK(n.verdict == "unrecognized");
   CHECK_FALSE(n.suspect);
 }

@@ -21,9 +21,10 @@ bool accepted(Failure f, const std::string& id) {
   if (id == scenario::expected_entry(f)) return true;
   // A kernel OOM kill is also correctly described by the generic SIGKILL entry it refines.
   if (f == Failure::kHostOomKill && id == "host-oom-kill") return true;
-  // On a one-node job torchrun kills every other rank before any collective times out: no entry
-  // fits, and the culprit is the unrecognised failure's suspect.
-  return f == Failure::kAppException && id == "<unrecognized>";
+  // The user's KeyError is a generic entry's root; where the shuffled clocks cannot place it
+  // before the other ranks' timeouts, the collective timeout (cause not in the log) names the
+  // same culprit from its own error line.
+  return f == Failure::kAppException && id == "nccl-collective-timeout";
 }
 // The initiating rank, or an unrecognised failure's suspect.
 std::optional<int> named_rank(const Diagnosis& d) {

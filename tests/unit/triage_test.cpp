@@ -25,8 +25,8 @@ struct Jobs {
     dir.write("jobs/job-b/combined.log", kb("host-oom-kill"));
     dir.write("jobs/job-c/combined.log", kb("nccl-collective-timeout"));
     dir.write("jobs/job-d/combined.log", kb("cuda-oom"));
-    dir.write("jobs/job-e/out.log", "step 1\nTraceback (most recent call last):\nKeyError: 'labels_123'\n");
-    dir.write("jobs/job-f/out.log", "step 1\nTraceback (most recent call last):\nKeyError: 'labels_456'\n");
+    dir.write("jobs/job-e/out.log", "step 1\nTraceback (most recent call last):\nLabelMapError: no mapping for 'labels_123'\n");
+    dir.write("jobs/job-f/out.log", "step 1\nTraceback (most recent call last):\nLabelMapError: no mapping for 'labels_456'\n");
     dir.write("jobs/job-g/out.log", "step 1 loss 2.0\n");
     // An archive holding two jobs (directories) and one corrupt gzip member among good ones.
     dir.write("arch/run-1/rank0.log", kb("xid-79-gpu-fell-off-bus"));
@@ -57,7 +57,7 @@ TEST_CASE("triage: jobs are directories and archive members, grouped by failure"
   CHECK(table.find("cuda-oom") != std::string::npos);
   CHECK(table.find("xid-79-gpu-fell-off-bus") != std::string::npos);
   // Both KeyErrors fall into one cluster: the numbers are masked.
-  CHECK(table.find("     2  KeyError: '<*>'") != std::string::npos);
+  CHECK(table.find("     2  LabelMapError: no mapping for '<*>'") != std::string::npos);
 }
 
 TEST_CASE("triage: output does not depend on -j, and shards merge into the single-run output") {

@@ -124,6 +124,7 @@ class Correlator {
   };
 
   struct Hits;  // per-entry evaluation (defined in the .cpp)
+  void keep_generic_only_without_specific(std::vector<Hits>& all) const;
 
   // The rank's state (created on first sight); null for no rank or past kMaxRanks. The lookup of
   // a known rank is inline: it runs for every line.
@@ -147,8 +148,10 @@ class Correlator {
   // Computed once per finish().
   struct ErrorLines {
     std::vector<const Event*> lines;
-    std::set<std::pair<uint32_t, uint64_t>> benign;  // (input, line)
+    std::set<std::pair<uint32_t, uint64_t>> benign;    // (input, line)
+    std::set<std::pair<uint32_t, uint64_t>> error_at;  // (input, line) of every error line
     bool is_benign(const Event& ev) const { return benign.count({ev.input, ev.line}) > 0; }
+    bool is_error(const Event& ev) const { return error_at.count({ev.input, ev.line}) > 0; }
   };
   ErrorLines error_lines() const;
   // Keeps in by_rank[ev.rank] the earlier of ev and what is there.

@@ -79,6 +79,10 @@ struct MatchRule {
   std::vector<size_t> require, any, boost, penalize;  // indices into Entry::refs
   std::vector<size_t> absent;                         // must have no hit at all
   bool fallback = false;  // considered only when no other entry is supported; context hits suffice
+  // A class of failures named by its kind alone (an uncaught KeyError, a SIGBUS, a revoked
+  // allocation): evaluated like any entry, but it counts only when no specific entry is
+  // supported, and never on a line known to be harmless.
+  bool generic = false;
   std::vector<CaptureRule> captures;
   bool require_is_default = false;  // require was derived from root patterns (then any one suffices)
 };
