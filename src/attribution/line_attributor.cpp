@@ -438,7 +438,8 @@ size_t p_glog(sv s, Attribution& a) {
   size_t i = 14;
   if (i < s.size() && s[i] == '.') i += 1 + frac_at(s, i + 1, ms);
   if (i >= s.size() || s[i] != ' ') return 0;
-  ++i;
+  // glog right-aligns the thread id in a field of width 5 ("E0611 10:22:31.123456   482 file.cc:12] ").
+  for (size_t pad = 0; i < s.size() && s[i] == ' ' && pad < 8; ++pad) ++i;
   int64_t pid = 0;
   size_t n = parse_uint(s.substr(i), pid);
   if (!n) return 0;
@@ -868,7 +869,9 @@ size_t replay_parser(Parser p, sv s, Attribution& a, bool pdsh, size_t recorded)
       size_t i = 14;
       if (s[i] == '.') i += 1 + frac_at(s, i + 1, ms);
       int64_t pid = 0;
-      parse_uint(s.substr(i + 1), pid);
+      size_t p = i + 1;
+      while (s[p] == ' ') ++p;  // the thread id's padding: the same on every line of the template
+      parse_uint(s.substr(p), pid);
       set_month_day_time(a, num(s, 1, 2), num(s, 3, 2), h, mi, sec, ms);
       a.pid = pid;
       a.fatal = a.fatal || s[0] == 'F';
