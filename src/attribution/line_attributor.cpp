@@ -870,7 +870,7 @@ size_t replay_parser(Parser p, sv s, Attribution& a, bool pdsh, size_t recorded)
       if (s[i] == '.') i += 1 + frac_at(s, i + 1, ms);
       int64_t pid = 0;
       size_t p = i + 1;
-      while (s[p] == ' ') ++p;  // the thread id's padding: the same on every line of the template
+      while (p < s.size() && s[p] == ' ') ++p;  // the thread id's padding: the same on every line of the template
       parse_uint(s.substr(p), pid);
       set_month_day_time(a, num(s, 1, 2), num(s, 3, 2), h, mi, sec, ms);
       a.pid = pid;
