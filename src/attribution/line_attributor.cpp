@@ -962,6 +962,7 @@ size_t LineAttributor::peel(sv line, Attribution& a, AttributionPlan* record) co
   if (record) {
     record->layers = static_cast<uint8_t>(round);
     record->pdsh = pdsh_;
+    record->severity = a.severity;
     record->state = replayable && !t_value_rejected ? AttributionPlan::kReplay : AttributionPlan::kNever;
   }
   return line.size() - s.size();
@@ -983,6 +984,9 @@ bool LineAttributor::replay(sv line, const AttributionPlan& plan, Attribution& a
   if (plan.layers < AttributionPlan::kMaxLayers && !s.empty() &&
       is_outermost(a) != ((plan.outermost >> plan.layers & 1u) != 0))
     return false;
+  // Layers replayed by length skip the level words inside them (DeepSpeed's "[ERROR]"); those are
+  // letters, the same on every line of the template.
+  if (plan.severity) a.severity = plan.severity;
   consumed = line.size() - s.size();
   return true;
 }

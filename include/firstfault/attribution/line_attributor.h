@@ -63,6 +63,7 @@ struct AttributionPlan {
   uint16_t outermost = 0;      // bit r: nothing known yet when round r began (pdsh is tried)
   uint8_t parsers[kMaxLayers] = {};
   uint16_t lengths[kMaxLayers] = {};
+  char severity = 0;           // set by a level word inside a layer ("[ERROR]"): letters, the same on all the template's lines
 };
 
 class LineAttributor {
