@@ -1399,7 +1399,38 @@ Diagnosis Correlator::finish() {
     else s.role = "quiet";
     d.ranks.push_back(std::move(s));
   }
+  d.traceback = traceback_of_decisive_line(d);
   return d;
+}
+
+std::optional<Traceback> Correlator::traceback_of_decisive_line(const Diagnosis& d) const {
+  const Evidence* decisive = d.initiating.first_evidence ? &*d.initiating.first_evidence
+                             : d.suspect && d.suspect->first_evidence ? &*d.suspect->first_evidence
+                             : d.first_error ? &*d.first_error
+                                             : nullptr;
+  auto header_def = lib_.find_pattern("py_traceback_header");
+  auto frame_def = lib_.find_pattern("py_traceback_frame");
+  if (!decisive || !header_def || !frame_def) return std::nullopt;
+  auto input = std::find_if(inputs_.begin(), inputs_.end(), [&](const InputSummary& in) { return in.path == decisive->file; });
+  if (input == inputs_.end()) return std::nullopt;
+  uint32_t index = static_cast<uint32_t>(input - inputs_.begin());
+  std::vector<TracebackLine> lines;
+  auto same_stream = [&](const Event& ev) {
+    return ev.input == index && ev.rank == decisive->rank && ev.line < decisive->line &&
+           decisive->line - ev.line <= kMaxTracebackLines;
+  };
+  for (const Event& ev : events_by_def_[*header_def])
+    if (same_stream(ev)) lines.push_back({ev.line, true, {}});
+  for (const Event& ev : events_by_def_[*frame_def])
+    if (same_stream(ev)) {
+      TracebackLine l{ev.line, false, {}};
+      if (const std::string* f = ev.capture("file")) l.frame.file = *f;
+      if (const std::string* n = ev.capture("lineno")) l.frame.lineno = std::strtoull(n->c_str(), nullptr, 10);
+      if (const std::string* fn = ev.capture("func")) l.frame.func = *fn;
+      l.frame.log_line = ev.line;
+      lines.push_back(std::move(l));
+    }
+  return traceback_closed_at(lines, decisive->line);
 }
 
 }  // namespace firstfault

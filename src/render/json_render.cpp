@@ -123,6 +123,15 @@ json diagnosis_to_json(const Diagnosis& d, const Library& lib) {
                     {"candidates", s->candidates},
                     {"reason", sanitize_utf8(s->reason)},
                     {"first_evidence", s->first_evidence ? evidence_to_json(*s->first_evidence) : json(nullptr)}};
+  if (const auto& t = d.traceback) {  // only when the decisive line closes a Python traceback
+    json frames = json::array();
+    for (const TracebackFrame& f : t->frames)
+      frames.push_back({{"file", sanitize_utf8(f.file)}, {"line", f.lineno}, {"func", sanitize_utf8(f.func)},
+                        {"library", f.library}, {"log_line", f.log_line}});
+    j["traceback"] = {{"header_line", t->header_line}, {"exception_line", t->exception_line},
+                      {"frames_total", t->frames_total}, {"frames", frames},
+                      {"user_frame", t->user_frame ? json(*t->user_frame) : json(nullptr)}};
+  }
   j["truncated"] = d.limits.truncated;
   if (d.limits.truncated) j["dropped"] = d.limits.dropped;
   return j;

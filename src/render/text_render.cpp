@@ -46,6 +46,31 @@ std::string where(const Evidence& e) {
   return s;
 }
 
+bool same_line(const Evidence& a, const Evidence& b) { return a.file == b.file && a.line == b.line; }
+
+// The traceback as a person reads it: frames outermost first, runs of library frames folded into
+// one line, the innermost frame always shown (where it was raised), the user's own frame marked.
+void render_traceback(std::string& out, const Traceback& t, const std::string& indent) {
+  out += fmt::format("{}traceback, lines {}-{} ({} frame{}):\n", indent, t.header_line, t.exception_line, t.frames_total,
+                     t.frames_total == 1 ? "" : "s");
+  if (t.frames_total > t.frames.size())
+    out += fmt::format("{}  ({} frames in the middle not kept)\n", indent, t.frames_total - t.frames.size());
+  size_t folded = 0;
+  for (size_t i = 0; i < t.frames.size(); ++i) {
+    const TracebackFrame& f = t.frames[i];
+    bool last = i + 1 == t.frames.size();
+    if (f.library && !last) {
+      ++folded;
+      continue;
+    }
+    if (folded) out += fmt::format("{}  ... {} library frame{}\n", indent, folded, folded == 1 ? "" : "s");
+    folded = 0;
+    std::string mark = t.user_frame && *t.user_frame == i ? "   <- your code: look here first" : "";
+    out += fmt::format("{}  {}:{} in {}{}\n", indent, safe(f.file), f.lineno, safe(f.func), mark);
+  }
+  if (!t.user_frame) out += indent + "  (every frame is library code: the call into it is where your code is)\n";
+}
+
 }  // namespace
 
 std::string no_rank_phrase(const RankDecision& r) { return r.method == "job-wide" ? "none (job-wide)" : "unknown"; }
@@ -69,10 +94,19 @@ std::string render_text(const Diagnosis& d, const Library& lib, const TextStyle&
       if (d.first_error) {
         out += first_error_label(*d.first_error) + ": " + where(*d.first_error) + "\n";
         out += "  " + safe(truncate_utf8(d.first_error->text, 400)) + "\n";
+        if (d.traceback && d.traceback->exception_line == d.first_error->line &&
+            (!d.suspect || !d.suspect->first_evidence || same_line(*d.suspect->first_evidence, *d.first_error)))
+          render_traceback(out, *d.traceback, "  ");
       }
       if (const auto& sus = d.suspect) {
         out += suspect_label(*sus) + "\n";
         out += "  why: " + safe(sus->reason) + "\n";
+        const auto& ev = sus->first_evidence;
+        if (ev && d.first_error && !same_line(*ev, *d.first_error)) {
+          out += "  its error: " + where(*ev) + "\n";
+          out += "    " + safe(truncate_utf8(ev->text, 400)) + "\n";
+          if (d.traceback && d.traceback->exception_line == ev->line) render_traceback(out, *d.traceback, "    ");
+        }
       }
       if (const auto& l = d.launcher_first_failure) {
         out += fmt::format("Rank {} failed first, by {}: {}\n", l->rank, l->source, where(l->line));
@@ -106,6 +140,7 @@ std::string render_text(const Diagnosis& d, const Library& lib, const TextStyle&
   if (first) {
     out += "  first evidence: " + where(*first) + "\n";
     out += "    " + safe(truncate_utf8(first->text, 400)) + "\n";
+    if (d.traceback && r.first_evidence && d.traceback->exception_line == first->line) render_traceback(out, *d.traceback, "    ");
   }
   out += "\n" + paint("1", "Collateral: ") + safe(d.collateral.summary) + "\n\n";
 

@@ -138,6 +138,11 @@ void for_each_text(Diagnosis& d, const std::function<void(std::string&)>& fn) {
   if (d.first_error) visit_evidence(*d.first_error, fn);
   if (d.launcher_first_failure) visit_evidence(d.launcher_first_failure->line, fn);
   if (d.suspect) visit_decision(*d.suspect, fn);
+  if (d.traceback)
+    for (auto& f : d.traceback->frames) {
+      fn(f.file);
+      fn(f.func);
+    }
   for (auto& s : d.limits.dropped) fn(s);
 }
 

@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "firstfault/attribution/timestamp.h"
+#include "firstfault/correlator/traceback.h"
 #include "firstfault/matcher/matcher.h"
 
 namespace firstfault {
@@ -97,6 +98,9 @@ struct Diagnosis {
   // When unrecognized: a low-confidence initiating rank read from error lines alone (the only
   // rank with an error of its own, or the first one); method `first-error` or `job-wide`.
   std::optional<RankDecision> suspect;
+  // The Python traceback that the decisive line (the initiating evidence, else the suspect's or
+  // the first error) closes, when the log has it: its frames and the user's own frame.
+  std::optional<Traceback> traceback;
   Limits limits;
   uint64_t total_lines = 0;
   uint64_t total_bytes = 0;
