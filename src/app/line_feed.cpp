@@ -1,6 +1,7 @@
 #include "firstfault/app/line_feed.h"
 
 #include "firstfault/app/pipeline.h"
+#include "firstfault/attribution/paste_repair.h"
 
 #include <algorithm>
 #include <cstring>
@@ -40,12 +41,34 @@ void LineFeed::note_header(int rank, uint64_t line_no, char severity) {
 }
 
 void LineFeed::on_block(std::string_view block) {
+  if (feed_repaired(block)) return;
   feed_block(block);
   corr_.settle_tails();  // the reader reuses the block's buffer next
 }
 
 // The window stays mapped over several blocks: the tails are copied once, when it goes.
-void LineFeed::on_mapped_block(std::string_view block) { feed_block(block); }
+void LineFeed::on_mapped_block(std::string_view block) {
+  if (!feed_repaired(block)) feed_block(block);
+}
+
+bool LineFeed::feed_repaired(std::string_view block) {
+  // A paste is small: its width is read from the first block's first MiB. Remnants found there
+  // mark the whole input (a log stored through syslog keeps its "#033[" to the end).
+  constexpr size_t kWrapProbeBytes = 1 << 20;
+  if (first_block_) {
+    first_block_ = false;
+    remnants_ = has_escape_remnants(block);
+    std::string_view probe = block.substr(0, kWrapProbeBytes);
+    if (probe.size() < block.size()) probe = probe.substr(0, probe.rfind('\n') + 1);
+    wrap_width_ = hard_wrap_width(probe);
+  } else if (!remnants_) {
+    return false;
+  }
+  if ((!remnants_ && !wrap_width_) || !repair_paste(block, remnants_, wrap_width_, repaired_)) return false;
+  feed_block(repaired_);
+  corr_.settle_tails();  // the repaired copy is reused by the next block
+  return true;
+}
 void LineFeed::on_mapped_release() { corr_.settle_tails(); }
 
 void LineFeed::feed_block(std::string_view block) {

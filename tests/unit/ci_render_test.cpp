@@ -33,12 +33,7 @@ struct Fixture : test::RepoEngine {
   }
 };
 
-std::string slurp(const std::string& path) {
-  std::ifstream f(path, std::ios::binary);
-  std::stringstream ss;
-  ss << f.rdbuf();
-  return ss.str();
-}
+using test::slurp;
 
 std::vector<std::string> lines_of(const std::string& s) {
   std::vector<std::string> out;

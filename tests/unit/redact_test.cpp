@@ -68,12 +68,7 @@ std::vector<std::string> leaks(const std::string& out) {
   return found;
 }
 
-std::string slurp(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
+using test::slurp;
 
 // The distinct values the groups of `re` (one per alternative) take in `text`: one value means
 // one pseudonym.

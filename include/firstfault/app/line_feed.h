@@ -59,6 +59,9 @@ class LineFeed : public BlockSink {
   // The lines of one block; on_block() settles the tails after it, a mapped block's wait for
   // on_mapped_release().
   void feed_block(std::string_view block);
+  // A pasted log's wrapped lines and escape remnants repaired (attribution/paste_repair.h), then
+  // fed and settled; false when the block needs no repair (it is fed as it is).
+  bool feed_repaired(std::string_view block);
 
   const Matcher& matcher_;
   Correlator& corr_;
@@ -92,6 +95,10 @@ class LineFeed : public BlockSink {
   void note_header(int rank, uint64_t line_no, char severity);
   bool under_warning(int rank, uint64_t line_no) const;
   bool prefer_prefilter_ = false;
+  bool first_block_ = true;   // the input's first block: where a paste is recognised
+  bool remnants_ = false;     // escape remnants seen: every later block is repaired too
+  size_t wrap_width_ = 0;     // the input's hard-wrap column, 0 when it is not wrapped
+  std::string repaired_;
 };
 
 }  // namespace firstfault

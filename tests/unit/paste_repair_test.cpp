@@ -1,0 +1,125 @@
+#include <catch2/catch.hpp>
+
+#include <filesystem>
+
+#include "firstfault/app/pipeline.h"
+#include "firstfault/attribution/paste_repair.h"
+#include "test_support.h"
+
+using namespace firstfault;
+
+namespace {
+
+std::string stripped(std::string_view line) {
+  std::string out;
+  strip_escape_remnants(line, out);
+  return out;
+}
+
+// What a terminal does to a log: every line cut into rows of `width` code points.
+std::string hard_wrap(const std::string& text, size_t width) {
+  std::string out;
+  size_t column = 0;
+  for (size_t i = 0; i < text.size(); ++i) {
+    char c = text[i];
+    if (c == '\n') {
+      out.push_back(c);
+      column = 0;
+      continue;
+    }
+    bool starts_code_point = (static_cast<unsigned char>(c) & 0xC0) != 0x80;
+    if (starts_code_point && column == width) {
+      out.push_back('\n');
+      column = 0;
+    }
+    out.push_back(c);
+    column += starts_code_point;
+  }
+  return out;
+}
+
+std::string entry_and_rank(const Diagnosis& d) {
+  return (d.entry ? d.entry->id : d.verdict) + " rank " + (d.initiating.rank ? std::to_string(*d.initiating.rank) : "-");
+}
+
+}  // namespace
+
+TEST_CASE("escape remnants written out as text are removed, real escapes and brackets are not") {
+  for (const char* intro : {"#033[", "\\033[", "\\x1b[", "\\x1B[", "\\u001b[", "\\e[", "^[["}) {
+    CAPTURE(intro);
+    std::string line = std::string(intro) + "1;31mCUDA out" + intro + "0m of memory" + intro + "K";
+    CHECK(has_escape_remnants(line));
+    CHECK(stripped(line) == "CUDA out of memory");
+  }
+  CHECK(stripped("[0mCUDA [1;31mout[0m of memory[2K") == "CUDA out of memory");  // the ESC byte dropped
+  // Not remnants: rank tags, timestamps, tqdm's bars, a bracketed list, a real escape.
+  for (const char* keep : {"[rank0]:[E1107 09:50:00.000 x.cpp:1] step", "[2024-05-08 08:54:58,690] [INFO] ok",
+                           " 41%|####  | 2050/5004 [1:52:11<2:41:40,  0.30it/s]", "devices [0,1,2,3] [m] [10]",
+                           "\x1b[0m plain"}) {
+    CAPTURE(keep);
+    CHECK(stripped(keep) == keep);
+  }
+  CHECK_FALSE(has_escape_remnants("[rank0]: step 1 loss 2.0 [1/10]"));
+  CHECK_FALSE(has_escape_remnants("\x1b[31mred\x1b[0m"));  // real escapes are strip_ansi()'s
+}
+
+TEST_CASE("the hard-wrap width: several lines at the widest length that continue on the next line") {
+  std::string log =
+      "[rank0]: a message long enough to be wrapped by the terminal at sixty co\n"
+      "lumns, which it was\n"
+      "[rank1]: another message long enough to be wrapped by the terminal at si\n"
+      "xty columns too\n"
+      "[rank1]: short\n";
+  CHECK(hard_wrap_width(log) == 72);
+  // The same message repeated at the widest length is not a wrap.
+  std::string repeated =
+      "still waiting to acquire lock on /home/u/.cache/huggingface/hub/.locks/model.lock\n"
+      "still waiting to acquire lock on /home/u/.cache/huggingface/hub/.locks/model.lock\n"
+      "still waiting to acquire lock on /home/u/.cache/huggingface/hub/.locks/model.lock\n"
+      "^CTraceback (most recent call last):\n";
+  CHECK(hard_wrap_width(repeated) == 0);
+  // Lines that each begin a record of their own are not wrapped, whatever their lengths.
+  std::string records =
+      "[rank0]: step 100 loss 2.345678 lr 0.0001 grad_norm 1.234 tokens/s 12345 mem 45.6G\n"
+      "[rank1]: step 100 loss 2.345679 lr 0.0001 grad_norm 1.234 tokens/s 12346 mem 45.6G\n"
+      "[rank0]: step 101 loss 2.345678 lr 0.0001 grad_norm 1.234 tokens/s 12345 mem 45.6G\n";
+  CHECK(hard_wrap_width(records) == 0);
+}
+
+TEST_CASE("a repaired paste keeps its line count: a continuation becomes an empty line") {
+  std::string log = "[rank1]: torch.OutOfMemoryError: CUDA out of me\nmory. Tried\n[rank0]: #033[0mok\n";
+  std::string out;
+  REQUIRE(repair_paste(log, true, 47, out));
+  CHECK(out == "[rank1]: torch.OutOfMemoryError: CUDA out of memory. Tried\n\n[rank0]: ok\n");
+  std::string unchanged = "[rank0]: nothing to repair\n";
+  CHECK_FALSE(repair_paste(unchanged, true, 0, out));
+}
+
+TEST_CASE("every example log, hard-wrapped by a terminal or with its colours written out, gets the same diagnosis") {
+  test::RepoEngine engine;
+  test::TempDir dir;
+  size_t logs = 0;
+  for (const auto& f : std::filesystem::directory_iterator(test::source_dir() + "/testdata/kb")) {
+    if (f.path().extension() != ".log") continue;
+    ++logs;
+    std::string text = test::slurp(f.path().string());
+    std::string want = entry_and_rank(analyze_paths({f.path().string()}, engine.matcher, {}).diagnosis);
+    for (size_t width : {80, 120}) {
+      CAPTURE(f.path().filename().string(), width);
+      std::string path = dir.write("wrapped.log", hard_wrap(text, width));
+      CHECK(entry_and_rank(analyze_paths({path}, engine.matcher, {}).diagnosis) == want);
+    }
+    // Colour codes around every line, written out as syslog stores them.
+    std::string coloured;
+    for (size_t start = 0; start < text.size();) {
+      size_t nl = text.find('\n', start);
+      size_t end = nl == std::string::npos ? text.size() : nl;
+      coloured += "#033[2m" + text.substr(start, end - start) + "#033[0m\n";
+      start = end + 1;
+    }
+    CAPTURE(f.path().filename().string());
+    std::string path = dir.write("coloured.log", coloured);
+    CHECK(entry_and_rank(analyze_paths({path}, engine.matcher, {}).diagnosis) == want);
+  }
+  CHECK(logs > 250);
+}
