@@ -709,6 +709,12 @@ Diagnosis Correlator::finish() {
   }
 
   const ErrorLines errors = error_lines();
+  std::vector<size_t> error_line_defs;
+  for (auto name : {"error_exception_line", "error_fatal_line", "error_generic_line"})
+    if (auto def = lib_.find_pattern(name)) error_line_defs.push_back(*def);
+  auto is_error_line_def = [&](size_t def) {
+    return std::find(error_line_defs.begin(), error_line_defs.end(), def) != error_line_defs.end();
+  };
 
   // ---- evaluate every entry ----
   std::vector<Hits> all, fallbacks;
@@ -729,6 +735,9 @@ Diagnosis Correlator::finish() {
         // A generic entry reads a kind of error: only on a line that reads as an error and is not
         // known to be harmless (a cudaError name in a fallback warning, a library probe at INFO).
         if (ok && e.match.generic && (!errors.is_error(ev) || errors.is_benign(ev))) ok = false;
+        // Any entry that reads the engine's error lines (a hang shown by an error) reads them as
+        // the verdict does: a line known to be harmless is not one.
+        if (ok && errors.is_error(ev) && errors.is_benign(ev) && is_error_line_def(e.refs[r].def)) ok = false;
         if (ok) h.by_ref[r].push_back(&ev);
       }
     }
