@@ -138,6 +138,9 @@ void for_each_text(Diagnosis& d, const std::function<void(std::string&)>& fn) {
   if (d.first_error) visit_evidence(*d.first_error, fn);
   if (d.launcher_first_failure) visit_evidence(d.launcher_first_failure->line, fn);
   if (d.suspect) visit_decision(*d.suspect, fn);
+  for (auto& h : d.action.exclude_hosts) fn(h);
+  for (auto& g : d.action.exclude_gpus) fn(g);
+  fn(d.action.reason);
   for (auto& s : d.limits.dropped) fn(s);
 }
 
