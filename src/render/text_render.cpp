@@ -56,6 +56,20 @@ std::string suspect_label(const RankDecision& s) {
   return fmt::format("Suspected initiating rank: {} (low confidence, {:.2f})", who, s.confidence);
 }
 
+std::string action_phrase(const Action& a) {
+  if (a.kind != ActionKind::kRestartExcluding) return action_kind_name(a.kind);
+  std::vector<std::string> hosts, gpus;
+  for (const auto& h : a.exclude_hosts) hosts.push_back(safe(h));
+  for (const auto& g : a.exclude_gpus) gpus.push_back(safe(g));
+  std::string gpu_list = gpus.empty() ? "" : fmt::format("{} {}", gpus.size() == 1 ? "GPU" : "GPUs", fmt::join(gpus, ", "));
+  if (hosts.empty())
+    return "restart excluding " + (gpu_list.empty() ? std::string("the failed node (the log does not name it)") : gpu_list);
+  std::string s = fmt::format("restart excluding {}", fmt::join(hosts, ", "));
+  return gpu_list.empty() ? s : s + " (" + gpu_list + ")";
+}
+
+std::string action_label(const Action& a) { return "Action: " + action_phrase(a) + " — " + safe(a.reason); }
+
 std::string first_error_label(const Evidence& e) {
   return e.rank >= 0 ? fmt::format("First error line (rank {})", e.rank) : "First error line";
 }
@@ -66,6 +80,7 @@ std::string render_text(const Diagnosis& d, const Library& lib, const TextStyle&
   if (d.verdict != "diagnosed") {
     if (d.verdict == "unrecognized") {
       out += paint("1;33", "No known failure matched.") + "\n";
+      out += action_label(d.action) + "\n";
       if (d.first_error) {
         out += first_error_label(*d.first_error) + ": " + where(*d.first_error) + "\n";
         out += "  " + safe(truncate_utf8(d.first_error->text, 400)) + "\n";
@@ -82,6 +97,7 @@ std::string render_text(const Diagnosis& d, const Library& lib, const TextStyle&
       out += "If this is a real failure mode, consider writing an entry (docs/signature-format.md).\n";
     } else {
       out += "No failure found: no error line and no known failure signature in the input.\n";
+      out += action_label(d.action) + "\n";
     }
     out += fmt::format("Read {} line(s), {} byte(s) from {} input(s).\n", d.total_lines, d.total_bytes, d.inputs.size());
     if (d.limits.truncated)  // a bound is never silent, whatever the verdict
@@ -90,7 +106,8 @@ std::string render_text(const Diagnosis& d, const Library& lib, const TextStyle&
   }
   const Entry& e = *d.entry;
   out += paint("1", e.title) + "  [" + e.id + "]\n";
-  out += fmt::format("  {} · severity {} · confidence {:.2f}\n\n", e.category, e.severity, d.confidence);
+  out += fmt::format("  {} · severity {} · confidence {:.2f}\n", e.category, e.severity, d.confidence);
+  out += "  " + action_label(d.action) + "\n\n";
 
   const RankDecision& r = d.initiating;
   if (r.rank) {

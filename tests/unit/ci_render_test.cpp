@@ -351,6 +351,45 @@ TEST_CASE("ci: Markdown keeps log text in code and cannot be broken out of by ba
   CHECK(render_markdown(u, f.lib, red).find("secrets are masked (--no-redact shows them)") != std::string::npos);
 }
 
+TEST_CASE("ci: every format carries the action, the excluded host and GPU included") {
+  DiagnoseOptions o;
+  o.paths = {kb("xid-79-gpu-fell-off-bus.log")};
+  o.redact = false;
+  const std::string line = "Action: restart excluding gpu-a17 (GPU 0000:9a:00) — GPU fell off the PCIe bus (Xid 79)";
+  for (const char* format : {"text", "github", "junit"}) {
+    o.format = format;
+    std::string out;
+    REQUIRE(diagnose(o, out) == 0);
+    INFO(format << ":\n" << out);
+    CHECK(out.find(line) != std::string::npos);
+  }
+  o.format = "markdown";
+  std::string md;
+  REQUIRE(diagnose(o, md) == 0);
+  CHECK(md.find("| Action | **restart excluding** `gpu-a17` (GPU `0000:9a:00`) — GPU fell off the PCIe bus") !=
+        std::string::npos);
+  o.format = "sarif";
+  std::string sarif;
+  REQUIRE(diagnose(o, sarif) == 0);
+  json action = json::parse(sarif)["runs"][0]["results"][0]["properties"]["action"];
+  CHECK(action["kind"] == "restart-excluding");
+  CHECK(action["excludeHosts"] == json::array({"gpu-a17"}));
+  CHECK(action["excludeGpus"] == json::array({"0000:9a:00"}));
+  o.format = "json";
+  std::string j;
+  REQUIRE(diagnose(o, j) == 0);
+  CHECK(json::parse(j)["action"]["exclude_gpus"] == json::array({"0000:9a:00"}));
+  // An unrecognised log is investigated, in every format.
+  o.paths = {e2e("unrecognized.log")};
+  for (const char* format : {"text", "github", "markdown", "junit"}) {
+    o.format = format;
+    std::string out;
+    diagnose(o, out);
+    INFO(format << ":\n" << out);
+    CHECK(out.find("investigate") != std::string::npos);
+  }
+}
+
 TEST_CASE("ci: --fail-on decides when diagnose exits non-zero") {
   REQUIRE(parse_fail_on("none"));
   REQUIRE(parse_fail_on("high"));
