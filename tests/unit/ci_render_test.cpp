@@ -395,6 +395,10 @@ TEST_CASE("ci: --fail-on decides when diagnose exits non-zero") {
   REQUIRE(parse_fail_on("high"));
   CHECK_FALSE(parse_fail_on("severe"));
   CHECK_FALSE(parse_fail_on(""));
+  REQUIRE(parse_fail_on("stop,investigate"));
+  CHECK(parse_fail_on("stop,investigate")->actions == std::vector<ActionKind>{ActionKind::kStop, ActionKind::kInvestigate});
+  CHECK_FALSE(parse_fail_on("stop,high"));  // only action kinds join
+  CHECK_FALSE(parse_fail_on("stop,"));
 
   struct Case {
     const char* policy;
@@ -402,7 +406,9 @@ TEST_CASE("ci: --fail-on decides when diagnose exits non-zero") {
     int rc;
   };
   // cuda-oom is severity high; gpu-hw-slowdown-thermal-power is lower.
+  // Actions: cuda-oom stops, xid-79 restarts excluding its host, unrecognised and clean investigate.
   std::string oom = kb("cuda-oom.log"), unrec = e2e("unrecognized.log"), clean = e2e("clean.log");
+  std::string xid = kb("xid-79-gpu-fell-off-bus.log");
   for (const Case& c : std::vector<Case>{{"unrecognized", oom, 0},
                                          {"unrecognized", unrec, 1},
                                          {"unrecognized", clean, 1},
@@ -414,7 +420,16 @@ TEST_CASE("ci: --fail-on decides when diagnose exits non-zero") {
                                          {"critical", oom, 0},
                                          {"high", oom, 1},
                                          {"low", oom, 1},
-                                         {"high", unrec, 0}}) {
+                                         {"high", unrec, 0},
+                                         {"stop", oom, 1},
+                                         {"stop", xid, 0},
+                                         {"restart-excluding", xid, 1},
+                                         {"restart,restart-excluding", oom, 0},
+                                         {"stop,investigate", oom, 1},
+                                         {"stop,investigate", xid, 0},
+                                         {"investigate", unrec, 1},
+                                         {"investigate", clean, 1},
+                                         {"stop", unrec, 0}}) {
     DiagnoseOptions o;
     o.format = "json";
     o.fail_on = c.policy;
