@@ -228,7 +228,8 @@ int run_list(const ListOptions& o, std::ostream& out) {
   if (o.format == "json") {
     nlohmann::json arr = nlohmann::json::array();
     for (const Entry* e : entries)
-      arr.push_back({{"id", e->id}, {"category", e->category}, {"severity", e->severity}, {"title", e->title}});
+      arr.push_back({{"id", e->id}, {"category", e->category}, {"severity", e->severity},
+                     {"action", action_kind_name(e->action)}, {"title", e->title}});
     out << dump_json(arr) << "\n";
     return 0;
   }
@@ -237,7 +238,8 @@ int run_list(const ListOptions& o, std::ostream& out) {
     return kExitUsage;
   }
   for (const Entry* e : entries)
-    out << fmt::format("{:<44} {:<20} {:<9} {}\n", e->id, e->category, e->severity, e->title);
+    out << fmt::format("{:<44} {:<20} {:<9} {:<17} {}\n", e->id, e->category, e->severity, action_kind_name(e->action),
+                       e->title);
   return 0;
 }
 
