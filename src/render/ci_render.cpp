@@ -236,21 +236,10 @@ std::string md_cell(std::string_view s) {
   return out;
 }
 
-// "**restart excluding** `node-17` (GPU `0000:bd:00`) — reason": the kind in bold, what to leave
-// out as code (log-derived), the reason escaped.
+// "**restart excluding `node-17` (GPU `0000:bd:00`)** — reason": what to leave out as code (it
+// comes from the log), the reason escaped.
 std::string md_action(const Action& a) {
-  std::string kind = a.kind == ActionKind::kRestartExcluding ? "restart excluding" : action_kind_name(a.kind);
-  std::string out = "**" + kind + "**";
-  std::vector<std::string> hosts, gpus;
-  for (const auto& h : a.exclude_hosts) hosts.push_back(md_code(safe_line(h)));
-  for (const auto& g : a.exclude_gpus) gpus.push_back(md_code(safe_line(g)));
-  if (!hosts.empty()) out += fmt::format(" {}", fmt::join(hosts, ", "));
-  if (!gpus.empty()) {
-    std::string list = fmt::format("{} {}", gpus.size() == 1 ? "GPU" : "GPUs", fmt::join(gpus, ", "));
-    out += hosts.empty() ? " " + list : " (" + list + ")";
-  }
-  if (a.kind == ActionKind::kRestartExcluding && hosts.empty() && gpus.empty()) out += " the failed node (the log does not name it)";
-  return out + " — " + md_escape(safe_line(a.reason));
+  return "**" + action_phrase(a, [](const std::string& s) { return md_code(s); }) + "** — " + md_escape(safe_line(a.reason));
 }
 
 std::string redaction_note(const CiRenderOptions& o) {

@@ -56,16 +56,19 @@ std::string suspect_label(const RankDecision& s) {
   return fmt::format("Suspected initiating rank: {} (low confidence, {:.2f})", who, s.confidence);
 }
 
-std::string action_phrase(const Action& a) {
+std::string action_phrase(const Action& a, const std::function<std::string(const std::string&)>& quote) {
   if (a.kind != ActionKind::kRestartExcluding) return action_kind_name(a.kind);
-  std::vector<std::string> hosts, gpus;
-  for (const auto& h : a.exclude_hosts) hosts.push_back(safe(h));
-  for (const auto& g : a.exclude_gpus) gpus.push_back(safe(g));
-  std::string gpu_list = gpus.empty() ? "" : fmt::format("{} {}", gpus.size() == 1 ? "GPU" : "GPUs", fmt::join(gpus, ", "));
-  if (hosts.empty())
-    return "restart excluding " + (gpu_list.empty() ? std::string("the failed node (the log does not name it)") : gpu_list);
-  std::string s = fmt::format("restart excluding {}", fmt::join(hosts, ", "));
-  return gpu_list.empty() ? s : s + " (" + gpu_list + ")";
+  auto listed = [&](const std::vector<std::string>& items) {
+    std::vector<std::string> out;
+    for (const auto& item : items) out.push_back(quote ? quote(safe(item)) : safe(item));
+    return fmt::format("{}", fmt::join(out, ", "));
+  };
+  std::string gpus = a.exclude_gpus.empty() ? ""
+                     : fmt::format("{} {}", a.exclude_gpus.size() == 1 ? "GPU" : "GPUs", listed(a.exclude_gpus));
+  if (a.exclude_hosts.empty())
+    return "restart excluding " + (gpus.empty() ? std::string("the failed node (the log does not name it)") : gpus);
+  std::string s = "restart excluding " + listed(a.exclude_hosts);
+  return gpus.empty() ? s : s + " (" + gpus + ")";
 }
 
 std::string action_label(const Action& a) { return "Action: " + action_phrase(a) + " — " + safe(a.reason); }

@@ -366,7 +366,7 @@ TEST_CASE("ci: every format carries the action, the excluded host and GPU includ
   o.format = "markdown";
   std::string md;
   REQUIRE(diagnose(o, md) == 0);
-  CHECK(md.find("| Action | **restart excluding** `gpu-a17` (GPU `0000:9a:00`) — GPU fell off the PCIe bus") !=
+  CHECK(md.find("| Action | **restart excluding `gpu-a17` (GPU `0000:9a:00`)** — GPU fell off the PCIe bus") !=
         std::string::npos);
   o.format = "sarif";
   std::string sarif;

@@ -1,5 +1,6 @@
 #pragma once
 // Stage 6 (renderers): turn a Diagnosis into text for a person or JSON for a program.
+#include <functional>
 #include <nlohmann/json.hpp>
 #include <string>
 
@@ -31,9 +32,9 @@ std::string first_error_label(const Evidence& e);
 // failure's guess from error lines (Diagnosis::suspect); log text in it is made safe.
 std::string suspect_label(const RankDecision& s);
 
-// "restart excluding node-17 (GPU 0000:bd:00)", or the kind's name ("stop") for the other kinds;
-// hosts and GPUs in it are made safe.
-std::string action_phrase(const Action& a);
+// "restart excluding node-17 (GPU 0000:bd:00)", or the kind's name ("stop") for the other kinds.
+// Hosts and GPUs are made safe, then wrapped by `quote` when given (Markdown puts them in code).
+std::string action_phrase(const Action& a, const std::function<std::string(const std::string&)>& quote = {});
 // "Action: restart excluding node-17 (GPU 0000:bd:00) — <reason>": the one line every text-like
 // format prints under the title.
 std::string action_label(const Action& a);
