@@ -138,11 +138,18 @@ int run_check(const CheckOptions& o, std::ostream& out) {
   auto lib = load_or_report(common, true);
   if (!lib) return kExitUsage;
   std::map<std::string, int> per_category;
+  std::vector<int> per_action(kActionKinds.size(), 0);
   size_t patterns = lib->patterns.size();
-  for (const auto& e : lib->entries) per_category[e.category]++;
+  for (const auto& e : lib->entries) {
+    per_category[e.category]++;
+    per_action[static_cast<size_t>(e.action)]++;
+  }
   out << fmt::format("library: {} entries, {} patterns: all files valid, all sample lines behave\n",
                      lib->entries.size(), patterns);
   for (const auto& [c, n] : per_category) out << fmt::format("  {:<20} {}\n", c, n);
+  std::vector<std::string> actions;
+  for (size_t k = 0; k < kActionKinds.size(); ++k) actions.push_back(fmt::format("{} {}", kActionKinds[k], per_action[k]));
+  out << fmt::format("actions: {}\n", fmt::join(actions, ", "));
   if (!o.examples) return 0;
 
   std::string testdata = o.testdata;
@@ -221,7 +228,8 @@ int run_list(const ListOptions& o, std::ostream& out) {
   if (o.format == "json") {
     nlohmann::json arr = nlohmann::json::array();
     for (const Entry* e : entries)
-      arr.push_back({{"id", e->id}, {"category", e->category}, {"severity", e->severity}, {"title", e->title}});
+      arr.push_back({{"id", e->id}, {"category", e->category}, {"severity", e->severity},
+                     {"action", action_kind_name(e->action)}, {"title", e->title}});
     out << dump_json(arr) << "\n";
     return 0;
   }
@@ -230,7 +238,8 @@ int run_list(const ListOptions& o, std::ostream& out) {
     return kExitUsage;
   }
   for (const Entry* e : entries)
-    out << fmt::format("{:<44} {:<20} {:<9} {}\n", e->id, e->category, e->severity, e->title);
+    out << fmt::format("{:<44} {:<20} {:<9} {:<17} {}\n", e->id, e->category, e->severity, action_kind_name(e->action),
+                       e->title);
   return 0;
 }
 

@@ -55,7 +55,8 @@ const char* symptom_meaning(Role r) {
 std::string entry_markdown(const Entry& e, const Library& lib) {
   std::string md;
   md += fmt::format("# {}\n\n", e.title);
-  md += fmt::format("`{}` · category **{}** · severity **{}**", e.id, e.category, e.severity);
+  md += fmt::format("`{}` · category **{}** · severity **{}** · action **{}**", e.id, e.category, e.severity,
+                    action_kind_name(e.action));
   if (!e.systems.empty()) md += fmt::format(" · {}", fmt::join(e.systems, ", "));
   md += "\n\n## Quick answer\n\n";
   md += first_sentence(e.root_cause) + "\n\n**Fix:** " + first_sentence(e.fix) + "\n\n";
@@ -154,8 +155,9 @@ int run_catalog(const CatalogOptions& o, std::ostream& out) {
   index += fmt::format("{} entries.\n\n", lib->entries.size());
   for (auto& [cat, list] : by_cat) {
     std::sort(list.begin(), list.end(), [](const Entry* a, const Entry* b) { return a->id < b->id; });
-    index += fmt::format("## {} ({})\n\n| id | severity | title |\n|---|---|---|\n", cat, list.size());
-    for (const Entry* e : list) index += fmt::format("| [{}]({}.md) | {} | {} |\n", e->id, e->id, e->severity, e->title);
+    index += fmt::format("## {} ({})\n\n| id | severity | action | title |\n|---|---|---|---|\n", cat, list.size());
+    for (const Entry* e : list)
+      index += fmt::format("| [{}]({}.md) | {} | {} | {} |\n", e->id, e->id, e->severity, action_kind_name(e->action), e->title);
     index += "\n";
   }
   std::ofstream f(fs::path(o.dir) / "README.md", std::ios::binary);

@@ -12,6 +12,7 @@
 
 #include "firstfault/app/cli_docs.h"
 #include "firstfault/app/commands.h"
+#include "firstfault/app/exit_policy.h"
 #include "firstfault/app/pipeline.h"
 #include "firstfault/triage/triage.h"
 #include "firstfault/render/ci_render.h"
@@ -21,6 +22,16 @@ using namespace firstfault;
 
 namespace {
 void on_sigint(int) { g_interrupted.store(true); }
+
+// --fail-on takes one word or action kinds joined with commas, so no fixed list can check it; the
+// description still lists every word, for the man page and completions.
+CLI::Validator fail_on_validator() {
+  std::string words;
+  for (const auto& w : fail_on_names()) words += (words.empty() ? "" : ",") + w;
+  return CLI::Validator(
+      [](std::string& v) { return parse_fail_on(v) ? std::string() : "unknown value '" + v + "' (" + fail_on_choices() + ")"; },
+      "{" + words + "}");
+}
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -68,8 +79,10 @@ int main(int argc, char** argv) {
   diag->add_option("paths", dopt.paths, "Log files or directories of one job; '-' or nothing reads stdin")->type_name("PATH");
   diag->add_option("-f,--format", dopt.format, "Output format: text, json, github, markdown, sarif, gitlab, junit")
       ->check(CLI::IsMember(kDiagnoseFormats));
-  diag->add_option("--fail-on", dopt.fail_on, "When to exit 1: none, unrecognized (default), any, or a severity")
-      ->check(CLI::IsMember({"none", "unrecognized", "any", "critical", "high", "medium", "low"}));
+  diag->add_option("--fail-on", dopt.fail_on,
+                   "When to exit 1: none, unrecognized (default), any, a severity, or action kinds joined with commas "
+                   "(e.g. stop,investigate: fail unless the job may be restarted)")
+      ->check(fail_on_validator());
   RedactFlag diag_redact;
   add_redact(diag, diag_redact, " (default: on for github, gitlab, sarif, junit, markdown)");
   diag->add_option("--color", dopt.color, "Colour: auto, always, never")->check(CLI::IsMember({"auto", "always", "never"}));

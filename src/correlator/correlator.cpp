@@ -9,8 +9,10 @@
 #include <limits>
 #include <set>
 
+#include "firstfault/action/action.h"
 #include "firstfault/reader/log_reader.h"
 #include "firstfault/util/line_template.h"
+#include "firstfault/util/pci.h"
 #include "firstfault/util/strings.h"
 
 namespace firstfault {
@@ -70,30 +72,6 @@ PeerVote vote_on_peers(const std::vector<const Event*>& roots, int world) {
       best = PeerVote{ref, std::vector<int>(voters.begin(), voters.end())};
   }
   return best;
-}
-
-// A GPU's PCI address as "domain:bus:device" in lower-case hex, from either form:
-// NCCL's busId ("3b000", "a01c0", "801000": the hex digits of domain:bus:device.function run
-// together) or an Xid's "PCI:0000:3b:00" ("0000:3b:00", optionally ".0").
-std::string pci_key(const std::string& s) {
-  std::string t = s;
-  if (t.rfind("PCI:", 0) == 0) t = t.substr(4);
-  if (t.find(':') != std::string::npos) {
-    std::vector<std::string> parts;
-    size_t start = 0;
-    for (size_t i = 0; i <= t.size(); ++i)
-      if (i == t.size() || t[i] == ':') {
-        parts.push_back(t.substr(start, i - start));
-        start = i + 1;
-      }
-    if (parts.size() == 2) parts.insert(parts.begin(), "0");
-    if (parts.size() != 3) return "";
-    std::string dev = parts[2].substr(0, parts[2].find('.'));
-    auto hex = [](const std::string& x) { return std::strtoull(x.c_str(), nullptr, 16); };
-    return fmt::format("{:x}:{:x}:{:x}", hex(parts[0]), hex(parts[1]), hex(dev));
-  }
-  unsigned long long v = std::strtoull(t.c_str(), nullptr, 16);
-  return fmt::format("{:x}:{:x}:{:x}", v >> 20, (v >> 12) & 0xff, (v >> 4) & 0xff);
 }
 
 // A line in which a rank reports that it timed out waiting in a collective or transfer
@@ -502,7 +480,7 @@ void Correlator::resolve_times_and_ranks() {
       const std::string* bus = ev.capture("busid");
       if (it == nccl_rank.end() || !bus) continue;
       if (rank_or(ev.capture("rank"), -1) != it->second.first) continue;
-      bus_rank[{ev.host, pci_key(*bus)}] = it->second.first;
+      bus_rank[{ev.host, pci_bus_id(*bus)}] = it->second.first;
     }
   }
   bool single_host = hosts.size() <= 1;
@@ -534,7 +512,7 @@ void Correlator::resolve_times_and_ranks() {
       }
       if (ev.rank < 0) {
         if (const std::string* pci = ev.capture("pci")) {
-          std::string bus = pci_key(*pci);
+          std::string bus = pci_bus_id(*pci);
           // With one host (or the host known from a syslog prefix) the bus id names the GPU.
           for (const auto& [hb, r] : bus_rank)
             if (hb.second == bus && (ev.host.empty() ? single_host : hb.first == ev.host)) ev.rank = r;
@@ -1409,6 +1387,7 @@ Diagnosis Correlator::finish() {
     d.ranks.push_back(std::move(s));
   }
   d.traceback = traceback_of_decisive_line(d);
+  d.action = decide_action(d);
   return d;
 }
 

@@ -87,6 +87,14 @@ json rule_for(const Entry& e) {
   return rule;
 }
 
+// The decision for a code-scanning consumer, in SARIF's camelCase: {kind, excludeHosts, excludeGpus, reason}.
+json action_properties(const Action& a) {
+  json hosts = json::array(), gpus = json::array();
+  for (const auto& h : a.exclude_hosts) hosts.push_back(safe_line(h));
+  for (const auto& g : a.exclude_gpus) gpus.push_back(safe_line(g));
+  return {{"kind", action_kind_name(a.kind)}, {"excludeHosts", hosts}, {"excludeGpus", gpus}, {"reason", safe_line(a.reason)}};
+}
+
 }  // namespace
 
 std::string normalize_for_fingerprint(std::string_view raw) {
@@ -170,7 +178,8 @@ json render_sarif(const Diagnosis& d, const Library& lib, const CiRenderOptions&
                          {"message", {{"text", what}}}});
     }
     if (!related.empty()) r["relatedLocations"] = related;
-    r["properties"] = {{"confidence", std::round(d.confidence * 1000) / 1000},
+    r["properties"] = {{"action", action_properties(d.action)},
+                       {"confidence", std::round(d.confidence * 1000) / 1000},
                        {"initiatingRank", d.initiating.rank ? json(*d.initiating.rank) : json(nullptr)},
                        {"initiatingHost", d.initiating.host.empty() ? json(nullptr) : json(safe_line(d.initiating.host))},
                        {"rankMethod", d.initiating.method},
@@ -185,7 +194,9 @@ json render_sarif(const Diagnosis& d, const Library& lib, const CiRenderOptions&
                      {"help",
                       {{"text", "If this is a real failure mode, consider writing an entry (docs/signature-format.md)."}}},
                      {"defaultConfiguration", {{"level", "warning"}}}});
-    results.push_back(add_result(kUnrecognizedRule, "warning", message_text(d)));
+    json r = add_result(kUnrecognizedRule, "warning", message_text(d));
+    r["properties"] = {{"action", action_properties(d.action)}};
+    results.push_back(r);
   }
   // Unreadable inputs are the tool's own trouble, not findings: SARIF reports them as
   // notifications of a run that did not fully succeed.

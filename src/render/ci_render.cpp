@@ -95,6 +95,7 @@ std::vector<std::string> report_lines(const Diagnosis& d, bool with_title) {
     const Entry& e = *d.entry;
     if (with_title) out.push_back(fmt::format("{} [{}]", e.title, e.id));
     out.push_back(fmt::format("{} · severity {} · confidence {:.2f}", e.category, e.severity, d.confidence));
+    out.push_back(action_label(d.action));
     out.push_back("Initiating rank: " + rank_phrase(d));
     if (!d.initiating.reason.empty()) out.push_back("Why: " + safe_line(d.initiating.reason));
     if (a) {
@@ -114,6 +115,7 @@ std::vector<std::string> report_lines(const Diagnosis& d, bool with_title) {
   if (d.verdict == "unrecognized") {
     if (with_title) out.push_back("No known failure matched");
     out.push_back("Error lines were seen, but no entry of the failure library matched them.");
+    out.push_back(action_label(d.action));
     if (a) {
       out.push_back(first_error_label(*a) + ": " + where(*a));
       out.push_back("  " + safe_line(truncate_utf8(a->text, 400)));
@@ -122,6 +124,7 @@ std::vector<std::string> report_lines(const Diagnosis& d, bool with_title) {
   } else {
     if (with_title) out.push_back("No failure found");
     out.push_back("No error line and no known failure signature in the input.");
+    out.push_back(action_label(d.action));
   }
   out.push_back(
       fmt::format("Read {} line(s), {} byte(s) from {} input(s).", d.total_lines, d.total_bytes, d.inputs.size()));
@@ -233,6 +236,12 @@ std::string md_cell(std::string_view s) {
   return out;
 }
 
+// "**restart excluding `node-17` (GPU `0000:bd:00`)** — reason": what to leave out as code (it
+// comes from the log), the reason escaped.
+std::string md_action(const Action& a) {
+  return "**" + action_phrase(a, [](const std::string& s) { return md_code(s); }) + "** — " + md_escape(safe_line(a.reason));
+}
+
 std::string redaction_note(const CiRenderOptions& o) {
   return o.redacted ? "hosts, IP addresses, e-mail addresses, user names and secrets are masked (--no-redact shows them)"
                     : "";
@@ -283,6 +292,7 @@ std::string render_markdown(const Diagnosis& d, const Library& lib, const CiRend
     out += fmt::format("**Verdict:** diagnosed {} · {} · severity **{}** · confidence {:.2f}\n\n", md_code(e.id), e.category,
                        e.severity, d.confidence);
     out += "| | |\n|---|---|\n";
+    out += "| Action | " + md_action(d.action) + " |\n";
     std::string rank = d.initiating.rank ? fmt::format("**{}**", *d.initiating.rank) : rank_phrase(d);
     if (d.initiating.rank && !d.initiating.host.empty()) rank += " on host " + md_code(safe_line(d.initiating.host));
     out += "| Initiating rank | " + rank + " |\n";
@@ -310,11 +320,13 @@ std::string render_markdown(const Diagnosis& d, const Library& lib, const CiRend
   } else if (d.verdict == "unrecognized") {
     out += "### firstfault: no known failure matched\n\n";
     out += "**Verdict:** unrecognized · error lines were seen, but no entry of the failure library matched them.\n";
+    out += "\n**Action:** " + md_action(d.action) + "\n";
     if (a) out += "\n" + first_error_label(*a) + ": " + md_code(where(*a)) + "\n\n" + md_block({safe_line(truncate_utf8(a->text, 400))});
     if (d.suspect) out += "\n" + md_cell(suspect_label(*d.suspect)) + ": " + md_cell(safe_line(d.suspect->reason)) + "\n";
   } else {
     out += "### firstfault: no failure found\n\n";
     out += "**Verdict:** clean · no error line and no known failure signature in the input.\n";
+    out += "\n**Action:** " + md_action(d.action) + "\n";
   }
   auto failed = failed_inputs(d);
   if (!failed.empty()) {
@@ -364,6 +376,7 @@ std::string render_junit(const Diagnosis& d, const Library& lib, const CiRenderO
   out += "    <properties>\n";
   out += fmt::format("      <property name=\"firstfault.version\" value=\"{}\"/>\n", xml_escape(FIRSTFAULT_VERSION));
   out += fmt::format("      <property name=\"verdict\" value=\"{}\"/>\n", xml_escape(d.verdict));
+  out += fmt::format("      <property name=\"action\" value=\"{}\"/>\n", action_kind_name(d.action.kind));
   out += fmt::format("      <property name=\"redacted\" value=\"{}\"/>\n", o.redacted ? "true" : "false");
   out += "    </properties>\n";
   for (const auto& c : cases) {

@@ -31,6 +31,18 @@ json evidence_to_json(const Evidence& e) {
   return j;
 }
 
+json action_to_json(const Action& a) {
+  json hosts = json::array(), gpus = json::array();
+  for (const auto& h : a.exclude_hosts) hosts.push_back(sanitize_utf8(h));
+  for (const auto& g : a.exclude_gpus) gpus.push_back(sanitize_utf8(g));
+  json j = json::object();
+  j["kind"] = action_kind_name(a.kind);
+  j["exclude_hosts"] = std::move(hosts);
+  j["exclude_gpus"] = std::move(gpus);
+  j["reason"] = sanitize_utf8(a.reason);
+  return j;
+}
+
 json entry_to_json(const Entry& e, const Library& lib) {
   json patterns = json::array();
   for (const auto& ref : e.refs)
@@ -39,7 +51,8 @@ json entry_to_json(const Entry& e, const Library& lib) {
   for (const auto& x : e.examples)
     examples.push_back({{"log", x.log}, {"initiating_rank", x.initiating_rank ? json(*x.initiating_rank) : json(nullptr)}});
   return json{{"id", e.id},           {"title", e.title},         {"category", e.category},
-              {"severity", e.severity}, {"systems", e.systems},   {"patterns", patterns},
+              {"severity", e.severity}, {"action", action_kind_name(e.action)},
+              {"systems", e.systems},   {"patterns", patterns},
               {"root_cause", e.root_cause}, {"confirm", e.confirm}, {"fix", e.fix},
               {"prevention", e.prevention}, {"references", e.references}, {"related", e.related},
               {"specializes", e.specializes}, {"examples", examples}};
@@ -83,6 +96,7 @@ json diagnosis_to_json(const Diagnosis& d, const Library& lib) {
     alts.push_back({{"id", a.id}, {"title", e ? e->title : ""}, {"confidence", round3(a.confidence)}});
   }
   j["alternatives"] = alts;
+  j["action"] = action_to_json(d.action);
   j["collateral"] = {{"ranks", d.collateral.ranks},
                      {"summary", sanitize_utf8(d.collateral.summary)},
                      {"op", d.collateral.op.empty() ? json(nullptr) : json(d.collateral.op)},

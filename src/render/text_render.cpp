@@ -81,6 +81,23 @@ std::string suspect_label(const RankDecision& s) {
   return fmt::format("Suspected initiating rank: {} (low confidence, {:.2f})", who, s.confidence);
 }
 
+std::string action_phrase(const Action& a, const std::function<std::string(const std::string&)>& quote) {
+  if (a.kind != ActionKind::kRestartExcluding) return action_kind_name(a.kind);
+  auto listed = [&](const std::vector<std::string>& items) {
+    std::vector<std::string> out;
+    for (const auto& item : items) out.push_back(quote ? quote(safe(item)) : safe(item));
+    return fmt::format("{}", fmt::join(out, ", "));
+  };
+  std::string gpus = a.exclude_gpus.empty() ? ""
+                     : fmt::format("{} {}", a.exclude_gpus.size() == 1 ? "GPU" : "GPUs", listed(a.exclude_gpus));
+  if (a.exclude_hosts.empty())
+    return "restart excluding " + (gpus.empty() ? std::string("the failed node (the log does not name it)") : gpus);
+  std::string s = "restart excluding " + listed(a.exclude_hosts);
+  return gpus.empty() ? s : s + " (" + gpus + ")";
+}
+
+std::string action_label(const Action& a) { return "Action: " + action_phrase(a) + " — " + safe(a.reason); }
+
 std::string first_error_label(const Evidence& e) {
   return e.rank >= 0 ? fmt::format("First error line (rank {})", e.rank) : "First error line";
 }
@@ -91,6 +108,7 @@ std::string render_text(const Diagnosis& d, const Library& lib, const TextStyle&
   if (d.verdict != "diagnosed") {
     if (d.verdict == "unrecognized") {
       out += paint("1;33", "No known failure matched.") + "\n";
+      out += action_label(d.action) + "\n";
       if (d.first_error) {
         out += first_error_label(*d.first_error) + ": " + where(*d.first_error) + "\n";
         out += "  " + safe(truncate_utf8(d.first_error->text, 400)) + "\n";
@@ -116,6 +134,7 @@ std::string render_text(const Diagnosis& d, const Library& lib, const TextStyle&
       out += "If this is a real failure mode, consider writing an entry (docs/signature-format.md).\n";
     } else {
       out += "No failure found: no error line and no known failure signature in the input.\n";
+      out += action_label(d.action) + "\n";
     }
     out += fmt::format("Read {} line(s), {} byte(s) from {} input(s).\n", d.total_lines, d.total_bytes, d.inputs.size());
     if (d.limits.truncated)  // a bound is never silent, whatever the verdict
@@ -124,7 +143,8 @@ std::string render_text(const Diagnosis& d, const Library& lib, const TextStyle&
   }
   const Entry& e = *d.entry;
   out += paint("1", e.title) + "  [" + e.id + "]\n";
-  out += fmt::format("  {} · severity {} · confidence {:.2f}\n\n", e.category, e.severity, d.confidence);
+  out += fmt::format("  {} · severity {} · confidence {:.2f}\n", e.category, e.severity, d.confidence);
+  out += "  " + action_label(d.action) + "\n\n";
 
   const RankDecision& r = d.initiating;
   if (r.rank) {

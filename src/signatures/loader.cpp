@@ -21,6 +21,15 @@ const std::vector<std::string> kCategories = {"network", "collective-mismatch", 
                                               "hardware", "memory", "numerics", "software-env",
                                               "storage", "scheduler", "other"};
 const std::vector<std::string> kSeverities = {"critical", "high", "medium", "low"};
+const std::vector<std::string> kActionKinds = {"restart", "restart-excluding", "stop", "investigate"};
+
+const char* action_kind_name(ActionKind k) { return kActionKinds[static_cast<size_t>(k)].c_str(); }
+
+std::optional<ActionKind> parse_action_kind(std::string_view name) {
+  auto it = std::find(kActionKinds.begin(), kActionKinds.end(), name);
+  if (it == kActionKinds.end()) return std::nullopt;
+  return static_cast<ActionKind>(it - kActionKinds.begin());
+}
 
 const char* role_name(Role r) {
   switch (r) {
@@ -231,6 +240,21 @@ bool parse_pattern_def(FileChecker& fc, const YAML::Node& node, const std::strin
   return fc.errors() == before;
 }
 
+// `action:` is required: an entry that does not say what a scheduler should do with the job
+// leaves every caller of the JSON to guess.
+ActionKind parse_entry_action(FileChecker& fc, const YAML::Node& root) {
+  const char* kinds = "restart, restart-excluding, stop, investigate";
+  if (!root["action"]) {
+    fc.error(root, fmt::format("missing required key 'action' ({}: what a scheduler should do with a job that "
+                               "failed this way)", kinds));
+    return ActionKind::kInvestigate;
+  }
+  std::string name = fc.scalar(root, "action", true);
+  auto kind = parse_action_kind(name);
+  if (!kind && !name.empty()) fc.error(root["action"], fmt::format("unknown action '{}' ({})", name, kinds));
+  return kind.value_or(ActionKind::kInvestigate);
+}
+
 std::optional<Role> parse_role(const std::string& s) {
   if (s == "root") return Role::kRoot;
   if (s == "cascade") return Role::kCascade;
@@ -342,8 +366,8 @@ Library load_sources(const std::vector<SourceFile>& sources, std::vector<LoadPro
     e.loc = fc.loc(root);
     e.loc.file = src.path;
     fc.only_keys(root,
-                 {"id", "title", "category", "severity", "systems", "patterns", "match", "specializes", "scope", "root_cause",
-                  "confirm", "fix", "prevention", "references", "related", "examples"},
+                 {"id", "title", "category", "severity", "action", "systems", "patterns", "match", "specializes", "scope",
+                  "root_cause", "confirm", "fix", "prevention", "references", "related", "examples"},
                  "an entry");
     e.id = fc.scalar(root, "id", true);
     if (!e.id.empty() && !valid_name(e.id, true)) fc.error(root["id"], "ids use [a-z0-9-]");
@@ -374,6 +398,7 @@ Library load_sources(const std::vector<SourceFile>& sources, std::vector<LoadPro
     if (!scope.empty() && scope != "job" && scope != "rank")
       fc.error(root["scope"], fmt::format("unknown scope '{}' (rank, job)", scope));
     e.job_scope = scope == "job";
+    e.action = parse_entry_action(fc, root);
 
     YAML::Node pats = root["patterns"];
     if (!pats || !pats.IsSequence() || pats.size() == 0) {

@@ -166,6 +166,7 @@ void write_payload(Writer& w, const Library& lib) {
     w.u8(m.require_is_default);
     w.strs(e.specializes);
     w.u8(e.job_scope);
+    w.u8(static_cast<uint8_t>(e.action));
     w.str(e.root_cause);
     w.str(e.fix);
     for (const auto* v : {&e.confirm, &e.prevention, &e.references, &e.related}) w.strs(*v);
@@ -235,6 +236,9 @@ bool read_payload(Reader& r, Library& lib) {
     m.require_is_default = r.flag();
     e.specializes = r.strs();
     e.job_scope = r.flag();
+    uint8_t action = r.u8();
+    if (action > static_cast<uint8_t>(ActionKind::kInvestigate)) return false;
+    e.action = static_cast<ActionKind>(action);
     e.root_cause = r.str();
     e.fix = r.str();
     for (auto* v : {&e.confirm, &e.prevention, &e.references, &e.related}) *v = r.strs();

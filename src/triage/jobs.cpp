@@ -19,6 +19,15 @@ namespace fs = std::filesystem;
 
 namespace {
 
+// A job that could not be read: the row the summary lists with its reason.
+JobRecord error_row(const std::string& job, std::string error) {
+  JobRecord r;
+  r.job = job;
+  r.verdict = "error";
+  r.error = std::move(error);
+  return r;
+}
+
 // Lists an archive's regular members; false when the file is not a (readable) archive.
 bool list_archive(const std::string& path, std::vector<std::string>& members, std::string& error) {
   struct archive* a = archive_read_new();
@@ -90,11 +99,8 @@ void add_archive_jobs(const std::string& path, const TriageOptions& o, const RE2
   }
   for (auto& [k, j] : by_key) jobs.push_back(std::move(j));
   if (!error.empty()) {
-    JobRecord r;
-    r.job = path;
-    r.verdict = "error";
-    r.error = "archive is corrupt or truncated after " + std::to_string(members.size()) + " member(s): " + error;
-    errors.push_back(r);
+    errors.push_back(
+        error_row(path, "archive is corrupt or truncated after " + std::to_string(members.size()) + " member(s): " + error));
   }
 }
 
@@ -115,7 +121,7 @@ std::vector<JobSpec> discover_jobs(const TriageOptions& o, std::vector<JobRecord
     std::error_code ec;
     auto st = fs::status(p, ec);
     if (ec || !fs::exists(st)) {
-      errors.push_back({p, "error", "", "", "", "", std::nullopt, "", "no such file or directory", 0});
+      errors.push_back(error_row(p, "no such file or directory"));
       continue;
     }
     if (!fs::is_directory(st)) {

@@ -42,6 +42,7 @@ JobRecord record_of(const std::string& job, const Diagnosis& d) {
     r.category = d.entry->category;
     r.severity = d.entry->severity;
   }
+  r.action = action_kind_name(d.action.kind);
   r.rank = d.initiating.rank;
   if (d.first_error) r.first_error = d.first_error->text;
   for (const auto& in : d.inputs) r.bytes += in.bytes;
@@ -149,7 +150,7 @@ struct Summary {
   size_t partial = 0;  // jobs with a verdict whose inputs could not all be read completely
   uint64_t bytes = 0;
   struct Group {
-    std::string id, title, severity, category;
+    std::string id, title, severity, category, action;
     size_t count = 0;
     std::vector<std::string> examples;
   };
@@ -184,6 +185,7 @@ class SummaryBuilder {
         g.title = r.title;
         g.severity = r.severity;
         g.category = r.category;
+        g.action = r.action;
       }
       if (g.examples.size() < 3) g.examples.push_back(r.job);
     } else {
@@ -223,7 +225,8 @@ class SummaryBuilder {
 json summary_json(const Summary& s) {
   json groups = json::array(), clusters = json::array(), errors = json::array();
   for (const auto& g : s.groups)
-    groups.push_back({{"id", g.id}, {"title", g.title}, {"severity", g.severity}, {"category", g.category}, {"count", g.count},
+    groups.push_back({{"id", g.id}, {"title", g.title}, {"severity", g.severity}, {"category", g.category},
+                      {"action", g.action}, {"count", g.count},
                       {"share", s.jobs ? static_cast<double>(g.count) / static_cast<double>(s.jobs) : 0.0},
                       {"examples", g.examples}});
   for (const auto& c : s.clusters)
@@ -242,12 +245,13 @@ std::string csv_field(const std::string& v) {
   return out + "\"";
 }
 
-const char* const kCsvHeader = "job,verdict,id,category,severity,initiating_rank,error\n";
+// `action` comes last so that readers indexing the older columns by position keep working.
+const char* const kCsvHeader = "job,verdict,id,category,severity,initiating_rank,error,action\n";
 
 void write_csv_row(const JobRecord& r, const TriageOptions& o, std::ostream& out) {
   if (o.unknown_only && r.verdict != "unrecognized") return;
   out << csv_field(r.job) << ',' << r.verdict << ',' << r.id << ',' << r.category << ',' << r.severity << ','
-      << (r.rank ? std::to_string(*r.rank) : "") << ',' << csv_field(strip_control(r.error)) << "\n";
+      << (r.rank ? std::to_string(*r.rank) : "") << ',' << csv_field(strip_control(r.error)) << ',' << r.action << "\n";
 }
 
 // The grouped summary (table, markdown); csv and jsonl rows are written job by job.
@@ -258,12 +262,16 @@ void render_summary(const Summary& s, const TriageOptions& o, std::ostream& out)
   out << fmt::format("{} job(s): {} diagnosed, {} unrecognized, {} clean, {} error(s)\n\n", s.jobs, s.diagnosed,
                      s.unrecognized, s.clean, s.errors);
   if (!o.unknown_only && !s.groups.empty()) {
-    if (md) out << "| count | share | severity | entry | title | examples |\n|---:|---:|---|---|---|---|\n";
-    else out << fmt::format("{:>6} {:>6}  {:<9} {:<44} {}\n", "count", "share", "severity", "entry", "example jobs");
+    if (md) out << "| count | share | severity | action | entry | title | examples |\n|---:|---:|---|---|---|---|---|\n";
+    else out << fmt::format("{:>6} {:>6}  {:<9} {:<17} {:<44} {}\n", "count", "share", "severity", "action", "entry", "example jobs");
     for (const auto& g : s.groups) {
       std::string ex = fmt::format("{}", fmt::join(g.examples, ", "));
-      if (md) out << fmt::format("| {} | {:.1f}% | {} | `{}` | {} | {} |\n", g.count, pct(g.count), g.severity, g.id, g.title, ex);
-      else out << fmt::format("{:>6} {:>5.1f}%  {:<9} {:<44} {}\n", g.count, pct(g.count), g.severity, g.id, strip_control(ex));
+      if (md)
+        out << fmt::format("| {} | {:.1f}% | {} | {} | `{}` | {} | {} |\n", g.count, pct(g.count), g.severity, g.action, g.id,
+                           g.title, ex);
+      else
+        out << fmt::format("{:>6} {:>5.1f}%  {:<9} {:<17} {:<44} {}\n", g.count, pct(g.count), g.severity, g.action, g.id,
+                           strip_control(ex));
     }
     out << "\n";
   }
@@ -303,6 +311,7 @@ JobRecord record_of_json(const json& j) {
     if (d.contains("initiating_rank") && d["initiating_rank"].is_number_integer())
       r.rank = d["initiating_rank"].get<int>();
   }
+  if (j.contains("action") && j["action"].is_object()) r.action = j["action"].value("kind", "");
   if (j.contains("first_error") && j["first_error"].is_object()) r.first_error = j["first_error"].value("text", "");
   if (j.contains("inputs") && j["inputs"].is_array())
     for (const auto& in : j["inputs"]) r.bytes += in.value("bytes", 0ull);
@@ -314,7 +323,7 @@ JobRecord record_of_json(const json& j) {
 // Capture names come from patterns, so every capture value counts.
 void for_each_json_text(json& j, const std::function<void(std::string&)>& fn, bool all = false) {
   static const std::set<std::string> kTrusted = {
-      "schema", "type", "verdict", "id", "title", "category", "severity", "role", "rank_method", "root_cause",
+      "schema", "type", "verdict", "kind", "id", "title", "category", "severity", "role", "rank_method", "root_cause",
       "confirm", "fix", "prevention", "references", "related", "compression", "pattern", "time", "last_time"};
   if (j.is_string()) fn(j.get_ref<std::string&>());
   else if (j.is_array())
@@ -528,7 +537,10 @@ int run_triage(const TriageOptions& o, std::ostream& out) {
           lock.unlock();
           if (!results[emitted]) {  // cannot happen: every job of an item gets an outcome
             results[emitted] = std::make_unique<JobOutput>();
-            results[emitted]->rec = {jobs[emitted].id, "error", {}, {}, {}, {}, {}, {}, "not read", 0};
+            JobRecord& rec = results[emitted]->rec;
+            rec.job = jobs[emitted].id;
+            rec.verdict = "error";
+            rec.error = "not read";
           }
           JobOutput& res = *results[emitted];
           if (redact) finish_output(res, &redactor, want_json, lib);

@@ -409,6 +409,7 @@ RedactCounts redact_diagnosis(Diagnosis& d, Redactor& r) {
   add_evidence_host(d.first_error);
   if (d.launcher_first_failure) r.add_host(d.launcher_first_failure->line.host);
   if (d.suspect) add_decision_hosts(*d.suspect);
+  for (const auto& h : d.action.exclude_hosts) r.add_host(h);
   for_each_text(d, [&](std::string& s) { r.learn(s); });
   for_each_text(d, [&](std::string& s) { s = r.mask_learned(s); });
   return r.counts();

@@ -143,6 +143,9 @@ void for_each_text(Diagnosis& d, const std::function<void(std::string&)>& fn) {
       fn(f.file);
       fn(f.func);
     }
+  for (auto& h : d.action.exclude_hosts) fn(h);
+  for (auto& g : d.action.exclude_gpus) fn(g);
+  fn(d.action.reason);
   for (auto& s : d.limits.dropped) fn(s);
 }
 

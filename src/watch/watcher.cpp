@@ -4,6 +4,7 @@
 
 #include <algorithm>
 
+#include "firstfault/action/action.h"
 #include "firstfault/app/pipeline.h"
 #include "firstfault/util/strings.h"
 #include "firstfault/watch/duration.h"
@@ -296,6 +297,7 @@ Diagnosis Watcher::hang_diagnosis(Diagnosis base, const StallInfo& s) const {
   }
   d.collateral = Collateral{};
   d.collateral.summary = "no other rank reported an error";
+  d.action = decide_action(d);  // the entry changed
   return d;
 }
 

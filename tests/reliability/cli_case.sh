@@ -135,6 +135,7 @@ YAML
       expect_err "$tmp/sigs/memory/bad-entry.yaml:8:12: invalid regex for pattern 'bad-entry/root_line'"
       expect_err "$tmp/sigs/memory/bad-entry.yaml:20:1: unknown key 'colour' in an entry"
       expect_err "$tmp/sigs/memory/bad-entry.yaml:1:1: missing required key 'fix'"
+      expect_err "$tmp/sigs/memory/bad-entry.yaml:1:1: missing required key 'action' (restart, restart-excluding, stop, investigate"
       expect_err "$tmp/sigs/memory/bad-entry.yaml:14:16: pattern 'bad-entry/second' does not match its positive sample"
       expect_err "$tmp/sigs/memory/bad-entry.yaml:15:16: pattern 'bad-entry/second' matches its negative sample"
       expect_err "$tmp/sigs/memory/dup/bad-entry.yaml:1:1: duplicate id 'bad-entry'"

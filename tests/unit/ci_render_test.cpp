@@ -346,11 +346,54 @@ TEST_CASE("ci: Markdown keeps log text in code and cannot be broken out of by ba
   CHECK(render_markdown(u, f.lib, red).find("secrets are masked (--no-redact shows them)") != std::string::npos);
 }
 
+TEST_CASE("ci: every format carries the action, the excluded host and GPU included") {
+  DiagnoseOptions o;
+  o.paths = {kb("xid-79-gpu-fell-off-bus.log")};
+  o.redact = false;
+  const std::string line = "Action: restart excluding gpu-a17 (GPU 0000:9a:00) — GPU fell off the PCIe bus (Xid 79)";
+  for (const char* format : {"text", "github", "junit"}) {
+    o.format = format;
+    std::string out;
+    REQUIRE(diagnose(o, out) == 0);
+    INFO(format << ":\n" << out);
+    CHECK(out.find(line) != std::string::npos);
+  }
+  o.format = "markdown";
+  std::string md;
+  REQUIRE(diagnose(o, md) == 0);
+  CHECK(md.find("| Action | **restart excluding `gpu-a17` (GPU `0000:9a:00`)** — GPU fell off the PCIe bus") !=
+        std::string::npos);
+  o.format = "sarif";
+  std::string sarif;
+  REQUIRE(diagnose(o, sarif) == 0);
+  json action = json::parse(sarif)["runs"][0]["results"][0]["properties"]["action"];
+  CHECK(action["kind"] == "restart-excluding");
+  CHECK(action["excludeHosts"] == json::array({"gpu-a17"}));
+  CHECK(action["excludeGpus"] == json::array({"0000:9a:00"}));
+  o.format = "json";
+  std::string j;
+  REQUIRE(diagnose(o, j) == 0);
+  CHECK(json::parse(j)["action"]["exclude_gpus"] == json::array({"0000:9a:00"}));
+  // An unrecognised log is investigated, in every format.
+  o.paths = {e2e("unrecognized.log")};
+  for (const char* format : {"text", "github", "markdown", "junit"}) {
+    o.format = format;
+    std::string out;
+    diagnose(o, out);
+    INFO(format << ":\n" << out);
+    CHECK(out.find("investigate") != std::string::npos);
+  }
+}
+
 TEST_CASE("ci: --fail-on decides when diagnose exits non-zero") {
   REQUIRE(parse_fail_on("none"));
   REQUIRE(parse_fail_on("high"));
   CHECK_FALSE(parse_fail_on("severe"));
   CHECK_FALSE(parse_fail_on(""));
+  REQUIRE(parse_fail_on("stop,investigate"));
+  CHECK(parse_fail_on("stop,investigate")->actions == std::vector<ActionKind>{ActionKind::kStop, ActionKind::kInvestigate});
+  CHECK_FALSE(parse_fail_on("stop,high"));  // only action kinds join
+  CHECK_FALSE(parse_fail_on("stop,"));
 
   struct Case {
     const char* policy;
@@ -358,7 +401,9 @@ TEST_CASE("ci: --fail-on decides when diagnose exits non-zero") {
     int rc;
   };
   // cuda-oom is severity high; gpu-hw-slowdown-thermal-power is lower.
+  // Actions: cuda-oom stops, xid-79 restarts excluding its host, unrecognised and clean investigate.
   std::string oom = kb("cuda-oom.log"), unrec = e2e("unrecognized.log"), clean = e2e("clean.log");
+  std::string xid = kb("xid-79-gpu-fell-off-bus.log");
   for (const Case& c : std::vector<Case>{{"unrecognized", oom, 0},
                                          {"unrecognized", unrec, 1},
                                          {"unrecognized", clean, 1},
@@ -370,7 +415,16 @@ TEST_CASE("ci: --fail-on decides when diagnose exits non-zero") {
                                          {"critical", oom, 0},
                                          {"high", oom, 1},
                                          {"low", oom, 1},
-                                         {"high", unrec, 0}}) {
+                                         {"high", unrec, 0},
+                                         {"stop", oom, 1},
+                                         {"stop", xid, 0},
+                                         {"restart-excluding", xid, 1},
+                                         {"restart,restart-excluding", oom, 0},
+                                         {"stop,investigate", oom, 1},
+                                         {"stop,investigate", xid, 0},
+                                         {"investigate", unrec, 1},
+                                         {"investigate", clean, 1},
+                                         {"stop", unrec, 0}}) {
     DiagnoseOptions o;
     o.format = "json";
     o.fail_on = c.policy;

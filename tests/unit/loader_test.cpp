@@ -18,6 +18,7 @@ std::string entry(const std::string& id, const std::string& extra = "", const st
 title: Test entry
 category: memory
 severity: high
+action: stop
 patterns:
   - name: root_line
     role: root
@@ -64,7 +65,7 @@ TEST_CASE("loader: a valid entry loads with shared and local patterns") {
 TEST_CASE("loader: unknown key, with file:line:col") {
   std::vector<LoadProblem> problems;
   load({{"signatures/common/s.yaml", kShared}, {"signatures/memory/bad.yaml", entry("bad", "colour: red\n")}}, problems);
-  REQUIRE(has(problems, "signatures/memory/bad.yaml:21:1: unknown key 'colour' in an entry"));
+  REQUIRE(has(problems, "signatures/memory/bad.yaml:22:1: unknown key 'colour' in an entry"));
 }
 
 TEST_CASE("loader: invalid regex, missing field, bad role, id/file mismatch") {
@@ -143,5 +144,32 @@ TEST_CASE("loader: scope is rank (default) or job; anything else is an error wit
   CHECK_FALSE(lib.find_entry("plain")->job_scope);
   std::vector<LoadProblem> p2;
   load({{"signatures/common/s.yaml", kShared}, {"signatures/memory/bad.yaml", entry("bad", "scope: node\n")}}, p2);
-  CHECK(has(p2, "signatures/memory/bad.yaml:21:8: unknown scope 'node' (rank, job)"));
+  CHECK(has(p2, "signatures/memory/bad.yaml:22:8: unknown scope 'node' (rank, job)"));
+}
+
+TEST_CASE("loader: action is required and one of restart, restart-excluding, stop, investigate") {
+  std::string without = entry("noaction");
+  without.replace(without.find("action: stop\n"), 13, "");
+  std::string reboot = entry("reboot");
+  reboot.replace(reboot.find("action: stop"), 12, "action: reboot");
+  std::string excluding = entry("excluding");
+  excluding.replace(excluding.find("action: stop"), 12, "action: restart-excluding");
+  std::vector<LoadProblem> problems;
+  Library lib = load({{"signatures/common/s.yaml", kShared},
+                      {"signatures/memory/noaction.yaml", without},
+                      {"signatures/memory/reboot.yaml", reboot},
+                      {"signatures/memory/excluding.yaml", excluding},
+                      {"signatures/memory/plain.yaml", entry("plain")}},
+                     problems);
+  for (const auto& p : problems) INFO(p.format());
+  CHECK(problems.size() == 2);
+  // The file, where, and what would be valid.
+  CHECK(has(problems, "signatures/memory/noaction.yaml:1:1: missing required key 'action' (restart, restart-excluding, "
+                      "stop, investigate: what a scheduler should do with a job that failed this way)"));
+  CHECK(has(problems, "signatures/memory/reboot.yaml:5:9: unknown action 'reboot' (restart, restart-excluding, stop, investigate)"));
+  CHECK(lib.find_entry("excluding")->action == ActionKind::kRestartExcluding);
+  CHECK(lib.find_entry("plain")->action == ActionKind::kStop);
+  for (const char* name : {"restart", "restart-excluding", "stop", "investigate"})
+    CHECK(action_kind_name(*parse_action_kind(name)) == std::string(name));
+  CHECK_FALSE(parse_action_kind("restart_excluding"));
 }

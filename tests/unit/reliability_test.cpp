@@ -676,6 +676,7 @@ examples:
   CHECK(has("sigs/memory/e.yaml:8:12: invalid regex for pattern 'e/root_line'"));
   CHECK(has("sigs/memory/e.yaml:20:1: unknown key 'colour' in an entry"));
   CHECK(has("sigs/memory/e.yaml:1:1: missing required key 'fix'"));
+  CHECK(has("sigs/memory/e.yaml:1:1: missing required key 'action'"));
   CHECK(has("sigs/memory/e.yaml:14:16: pattern 'e/second' does not match its positive sample"));
   CHECK(has("sigs/memory/e.yaml:15:16: pattern 'e/second' matches its negative sample"));
   CHECK(has("sigs/memory/e2/e.yaml:1:1: duplicate id 'e' (also defined in sigs/memory/e.yaml)"));

@@ -96,6 +96,33 @@ TEST_CASE("triage: an unreadable job is an error row and the rest is still proce
   CHECK(csv.find("job-a,diagnosed,cuda-oom") != std::string::npos);
 }
 
+TEST_CASE("triage: every row says what to do with the job, in every format and after a merge") {
+  Jobs j;
+  TriageOptions csv = j.opts("csv");
+  csv.paths.push_back(j.dir.path() + "/missing-job.log");
+  std::string rows = j.run(csv);
+  INFO(rows);
+  CHECK(rows.rfind("job,verdict,id,category,severity,initiating_rank,error,action\n", 0) == 0);
+  CHECK(rows.find("job-a,diagnosed,cuda-oom,memory,high,3,,stop\n") != std::string::npos);
+  CHECK(rows.find("run-1,diagnosed,xid-79-gpu-fell-off-bus,hardware,critical,0,,restart-excluding\n") != std::string::npos);
+  CHECK(rows.find("job-e,unrecognized,,,,,,investigate\n") != std::string::npos);
+  CHECK(rows.find("missing-job.log,error,,,,,no such file or directory,\n") != std::string::npos);
+  std::string table = j.run(j.opts("table"));
+  CHECK(table.find("  critical  restart-excluding xid-79-gpu-fell-off-bus") != std::string::npos);
+  std::string md = j.run(j.opts("markdown"));
+  CHECK(md.find("| critical | restart-excluding | `xid-79-gpu-fell-off-bus` |") != std::string::npos);
+  std::string jsonl = j.run(j.opts("jsonl"));
+  CHECK(jsonl.find(R"("action":{"exclude_gpus":["0000:9a:00"],"exclude_hosts":["gpu-a17"],"kind":"restart-excluding")") !=
+        std::string::npos);
+  CHECK(jsonl.find(R"("action":"restart-excluding","category":"hardware")") != std::string::npos);  // summary group
+  // --merge reads the action back from the job lines.
+  TriageOptions merge;
+  merge.format = "csv";
+  merge.merge = {j.dir.write("all.jsonl", jsonl)};
+  CHECK(j.run(merge).find("run-1,diagnosed,xid-79-gpu-fell-off-bus,hardware,critical,0,,restart-excluding\n") !=
+        std::string::npos);
+}
+
 TEST_CASE("line_template masks what varies between occurrences of a message") {
   CHECK(line_template("KeyError: 'labels_123'") == "KeyError: '<*>'");
   CHECK(line_template("Connect to 10.0.0.7<41234> failed after 3 tries at 0x7f3c") == "Connect to <ip> failed after <*> tries at <hex>");

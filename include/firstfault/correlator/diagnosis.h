@@ -8,6 +8,7 @@
 #include "firstfault/attribution/timestamp.h"
 #include "firstfault/correlator/traceback.h"
 #include "firstfault/matcher/matcher.h"
+#include "firstfault/signatures/library.h"
 
 namespace firstfault {
 
@@ -75,6 +76,15 @@ struct Collateral {
   int64_t seq = -1;
 };
 
+// What a scheduler should do with the job: the entry's `action:`, with the host and GPU to leave
+// out when one is bad (action/action.h decides it).
+struct Action {
+  ActionKind kind = ActionKind::kInvestigate;
+  std::vector<std::string> exclude_hosts;  // restart-excluding only: the failed host
+  std::vector<std::string> exclude_gpus;   // restart-excluding only: "0000:bd:00" (PCI) or "cuda:3"
+  std::string reason;                      // one sentence, from the entry and the evidence
+};
+
 struct Limits {
   bool truncated = false;
   std::vector<std::string> dropped;  // what a bound dropped, e.g. "events of pattern X beyond 4096"
@@ -101,6 +111,7 @@ struct Diagnosis {
   // The Python traceback that the decisive line (the initiating evidence, else the suspect's or
   // the first error) closes, when the log has it: its frames and the user's own frame.
   std::optional<Traceback> traceback;
+  Action action;
   Limits limits;
   uint64_t total_lines = 0;
   uint64_t total_bytes = 0;

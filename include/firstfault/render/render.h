@@ -1,5 +1,6 @@
 #pragma once
 // Stage 6 (renderers): turn a Diagnosis into text for a person or JSON for a program.
+#include <functional>
 #include <nlohmann/json.hpp>
 #include <string>
 
@@ -19,6 +20,7 @@ nlohmann::json diagnosis_to_json(const Diagnosis& d, const Library& lib);
 std::string render_text(const Diagnosis& d, const Library& lib, const TextStyle& style);
 nlohmann::json entry_to_json(const Entry& e, const Library& lib);
 nlohmann::json evidence_to_json(const Evidence& e);
+nlohmann::json action_to_json(const Action& a);  // {kind, exclude_hosts, exclude_gpus, reason}
 
 // What every renderer says when no initiating rank is named: "none (job-wide)" when the
 // decision is that the cause is job-wide, "unknown" otherwise.
@@ -29,6 +31,13 @@ std::string first_error_label(const Evidence& e);
 // "Suspected initiating rank: rank 3 on host h (low confidence, 0.50)" for an unrecognised
 // failure's guess from error lines (Diagnosis::suspect); log text in it is made safe.
 std::string suspect_label(const RankDecision& s);
+
+// "restart excluding node-17 (GPU 0000:bd:00)", or the kind's name ("stop") for the other kinds.
+// Hosts and GPUs are made safe, then wrapped by `quote` when given (Markdown puts them in code).
+std::string action_phrase(const Action& a, const std::function<std::string(const std::string&)>& quote = {});
+// "Action: restart excluding node-17 (GPU 0000:bd:00) — <reason>": the one line every text-like
+// format prints under the title.
+std::string action_label(const Action& a);
 
 // JSON text that stays valid whatever bytes the log held.
 std::string dump_json(const nlohmann::json& j, int indent = 2);

@@ -4,17 +4,30 @@
 #include <re2/re2.h>
 
 #include <atomic>
+#include <cstdint>
 #include <map>
 #include <memory>
 #include <mutex>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace firstfault {
 
 enum class Role { kRoot, kCascade, kTeardown, kContext };
 const char* role_name(Role r);
+
+// What a scheduler should do with a job that failed this way: an entry's `action:`
+// (docs/signature-format.md, "Action").
+enum class ActionKind : uint8_t {
+  kRestart,           // transient: the same job on the same nodes should get past it
+  kRestartExcluding,  // a host or GPU is bad: restart without it
+  kStop,              // recurs until someone changes configuration, code, data or versions
+  kInvestigate,       // the evidence cannot tell which of the above
+};
+const char* action_kind_name(ActionKind k);  // "restart", "restart-excluding", "stop", "investigate"
+std::optional<ActionKind> parse_action_kind(std::string_view name);
 
 struct SourceLoc {
   std::string file;
@@ -101,6 +114,7 @@ struct Entry {
   // `scope: job`: a failure every rank of the job hits the same way (a configuration or
   // version error); which rank printed it first says nothing, so no initiating rank is named.
   bool job_scope = false;
+  ActionKind action = ActionKind::kInvestigate;  // `action:` (required)
   std::string root_cause, fix;
   std::vector<std::string> confirm, prevention, references, related;
   std::vector<Example> examples;
@@ -129,5 +143,6 @@ struct Library {
 
 extern const std::vector<std::string> kCategories;
 extern const std::vector<std::string> kSeverities;
+extern const std::vector<std::string> kActionKinds;  // the names, in ActionKind order
 
 }  // namespace firstfault

@@ -34,6 +34,7 @@ struct JobRecord {
   std::string job;
   std::string verdict;  // diagnosed | unrecognized | clean | error
   std::string id, title, category, severity;
+  std::string action;  // the action's kind (investigate when nothing was recognised; "" for errors)
   std::optional<int> rank;
   std::string first_error;  // first error-looking line, for clustering unrecognised jobs
   std::string error;        // set when the job could not be read
