@@ -327,27 +327,33 @@ void Correlator::keep_earliest(std::map<int, const Event*>& by_rank, const Event
   if (!slot || earlier(ev, *slot)) slot = &ev;
 }
 
-std::map<int, const Event*> Correlator::own_error_lines(const ErrorLines& errors) const {
-  // A line some entry reads as a consequence (an aborted communicator, a reset connection, a
-  // launcher's kill) is not the error of the rank that printed it. Once a rank has printed a
-  // cascade line, what it prints next (the stack under a store error, the exit code in
-  // torchrun's summary) is more of the same.
-  std::set<std::pair<uint32_t, uint64_t>> consequences;
-  std::map<int, const Event*> first_cascade;  // the first cascade line the rank itself printed
-  // Errors that report losing a peer (error_consequence_line) say the same, whichever entry knows them.
+// Lines some entry reads as a consequence (an aborted communicator, a reset connection, a
+// launcher's kill), and those that report losing a peer (error_consequence_line), whichever entry
+// knows them: not the error of the rank that printed them.
+std::set<std::pair<uint32_t, uint64_t>> Correlator::consequence_lines() const {
+  std::set<std::pair<uint32_t, uint64_t>> lines;
   if (auto def = lib_.find_pattern("error_consequence_line"))
-    for (const Event& ev : events_by_def_[*def]) {
-      consequences.insert({ev.input, ev.line});
-      if (ev.rank >= 0) keep_earliest(first_cascade, ev);
-    }
+    for (const Event& ev : events_by_def_[*def]) lines.insert({ev.input, ev.line});
   for (size_t def = 0; def < events_by_def_.size(); ++def)
     if (t_.consequence[def])
-      for (const Event& ev : events_by_def_[def]) {
-        consequences.insert({ev.input, ev.line});
+      for (const Event& ev : events_by_def_[def]) lines.insert({ev.input, ev.line});
+  return lines;
+}
+
+std::map<int, const Event*> Correlator::own_error_lines(const ErrorLines& errors) const {
+  // Once a rank has printed a cascade line, what it prints next (the stack under a store error,
+  // the exit code in torchrun's summary) is more of the same.
+  std::set<std::pair<uint32_t, uint64_t>> consequences = consequence_lines();
+  std::map<int, const Event*> first_cascade;  // the first cascade line the rank itself printed
+  if (auto def = lib_.find_pattern("error_consequence_line"))
+    for (const Event& ev : events_by_def_[*def])
+      if (ev.rank >= 0) keep_earliest(first_cascade, ev);
+  for (size_t def = 0; def < events_by_def_.size(); ++def)
+    if (t_.consequence[def] && t_.cascade[def])
+      for (const Event& ev : events_by_def_[def])
         // A launcher's teardown line about the rank ("failed (exitcode: 1) local_rank: 3") may be
         // printed before the rank's own traceback reaches the log: it does not end the rank's errors.
-        if (ev.rank >= 0 && t_.cascade[def]) keep_earliest(first_cascade, ev);
-      }
+        if (ev.rank >= 0) keep_earliest(first_cascade, ev);
   std::map<int, const Event*> own;
   for (const Event* ev : errors.lines) {
     if (ev->rank < 0 || errors.is_benign(*ev) || consequences.count({ev->input, ev->line})) continue;

@@ -125,6 +125,7 @@ class Correlator {
 
   struct Hits;  // per-entry evaluation (defined in the .cpp)
   std::optional<Traceback> traceback_of_decisive_line(const Diagnosis& d) const;
+  std::set<std::pair<uint32_t, uint64_t>> consequence_lines() const;
   void keep_generic_only_without_specific(std::vector<Hits>& all) const;
 
   // The rank's state (created on first sight); null for no rank or past kMaxRanks. The lookup of
