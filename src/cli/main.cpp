@@ -147,7 +147,7 @@ int main(int argc, char** argv) {
   triage->add_option("paths", tropt.paths, "Files, directories of jobs, or archives (.tar, .tar.gz, .tar.zst, .zip)")->type_name("PATH");
   triage->add_option("-f,--format", tropt.format, "Output format")->check(CLI::IsMember({"table", "jsonl", "csv", "markdown"}));
   triage->add_option("-j,--jobs", tropt.jobs, "Jobs analysed in parallel (default: all cores)");
-  triage->add_option("--job-depth", tropt.job_depth, "In directories and archives, a job is a path this many levels down (0: the whole directory)");
+  triage->add_option("--job-depth", tropt.job_depth, "In directories and archives, a job is a path this many levels down (0: the whole directory or archive)");
   triage->add_option("--job-pattern", tropt.job_pattern, "A job is a relative path fully matching this regex (overrides --job-depth)");
   triage->add_option("--shard", tropt.shard, "Process a deterministic 1/N of the jobs: I/N");
   triage->add_flag("--unknown-only", tropt.unknown_only, "Only the unrecognised failures, clustered by their first error line");

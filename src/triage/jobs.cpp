@@ -44,6 +44,18 @@ bool list_archive(const std::string& path, std::vector<std::string>& members, st
   return any;
 }
 
+// "a//b/c/" -> {"a", "b", "c"}.
+std::vector<std::string> split_path(const std::string& path) {
+  std::vector<std::string> parts;
+  size_t start = 0;
+  for (size_t i = 0; i <= path.size(); ++i)
+    if (i == path.size() || path[i] == '/') {
+      if (i > start) parts.push_back(path.substr(start, i - start));
+      start = i + 1;
+    }
+  return parts;
+}
+
 bool looks_like_archive_name(const std::string& p) {
   for (const char* ext : {".tar", ".tar.gz", ".tgz", ".tar.zst", ".tar.xz", ".tar.bz2", ".zip"})
     if (p.size() > std::strlen(ext) && p.compare(p.size() - std::strlen(ext), std::string::npos, ext) == 0) return true;
@@ -52,13 +64,7 @@ bool looks_like_archive_name(const std::string& p) {
 
 // The job a relative path (member or file) belongs to, or "" when none.
 std::string job_key(const std::string& rel, int depth, const RE2* pattern) {
-  std::vector<std::string> parts;
-  size_t start = 0;
-  for (size_t i = 0; i <= rel.size(); ++i)
-    if (i == rel.size() || rel[i] == '/') {
-      if (i > start) parts.push_back(rel.substr(start, i - start));
-      start = i + 1;
-    }
+  std::vector<std::string> parts = split_path(rel);
   if (parts.empty()) return "";
   if (pattern) {
     std::string prefix;
@@ -78,15 +84,21 @@ void add_archive_jobs(const std::string& path, const TriageOptions& o, const RE2
   std::vector<std::string> members;
   std::string error;
   list_archive(path, members, error);
+  std::vector<std::string> names;
+  for (const auto& m : members) names.push_back(normalize_member_name(m));
+  const std::string root = archive_root(names);
   std::map<std::string, JobSpec> by_key;
-  for (const auto& m : members) {
-    std::string key = job_key(m, o.job_depth, pattern);
-    if (key.empty()) continue;
+  for (size_t i = 0; i < members.size(); ++i) {
+    if (names[i].size() <= root.size()) continue;
+    std::string rel = names[i].substr(root.size());
+    // --job-depth 0: the whole archive is one job, as a whole directory is.
+    std::string key = o.job_depth == 0 && !pattern ? "" : job_key(rel, o.job_depth, pattern);
+    if (key.empty() && (pattern || o.job_depth != 0)) continue;
     JobSpec& j = by_key[key];
-    j.id = path + "!" + key;
+    j.id = key.empty() ? path : path + "!" + key;
     j.archive = path;
     j.member_prefix = key;
-    j.members.push_back(m);
+    j.members.push_back(members[i]);
   }
   for (auto& [k, j] : by_key) jobs.push_back(std::move(j));
   if (!error.empty()) {
@@ -99,6 +111,26 @@ void add_archive_jobs(const std::string& path, const TriageOptions& o, const RE2
 }
 
 }  // namespace
+
+std::string normalize_member_name(const std::string& name) {
+  std::string out;
+  for (const auto& part : split_path(name))
+    if (part != ".") out += (out.empty() ? "" : "/") + part;
+  return out;
+}
+
+std::string archive_root(const std::vector<std::string>& names) {
+  std::string top;
+  bool has_folder = false;
+  for (const auto& n : names) {
+    size_t slash = n.find('/');
+    if (slash == std::string::npos) return "";  // a file at the top: no single top folder
+    if (top.empty()) top = n.substr(0, slash);
+    else if (n.compare(0, slash, top) != 0) return "";
+    has_folder = has_folder || n.find('/', slash + 1) != std::string::npos;
+  }
+  return has_folder ? top + "/" : "";
+}
 
 bool in_shard(const std::string& job, unsigned index, unsigned count) {
   if (count <= 1) return true;
