@@ -252,7 +252,9 @@ std::string diagnose_one(const uint8_t* data, size_t size) {
   JobResult r = analyze_job(inputs, *matcher, {});
   const Diagnosis& d = r.diagnosis;
   if ((d.verdict == "diagnosed") != (d.entry != nullptr)) return "verdict and entry disagree";
-  if (d.verdict != "diagnosed" && d.verdict != "unrecognized" && d.verdict != "clean") return "unknown verdict " + d.verdict;
+  if (d.verdict != "diagnosed" && d.verdict != "unrecognized" && d.verdict != "clean" && d.verdict != "error")
+    return "unknown verdict " + d.verdict;
+  if ((d.verdict == "error") != read_nothing(d.inputs)) return "verdict error but some input yielded a line, or the reverse";
   if (d.inputs.size() != inputs.size()) return "an input went missing from the summary";
   if (d.limits.truncated == d.limits.dropped.empty()) return "truncated flag and dropped list disagree";
   if (d.initiating.rank && (*d.initiating.rank < 0 || *d.initiating.rank > kMaxRankNumber))

@@ -41,6 +41,16 @@ bool want_color(const std::string& mode) {
   return ::isatty(STDOUT_FILENO) == 1;
 }
 
+void report_nothing_to_diagnose(const std::vector<std::string>& paths,
+                                const std::function<std::string(const std::string&)>& shown) {
+  constexpr size_t kNamed = 3;  // a directory's worth of paths would bury the message
+  std::string named;
+  for (size_t i = 0; i < std::min(paths.size(), kNamed); ++i) named += (i ? ", " : "") + shown(paths[i]);
+  if (paths.empty()) named = "stdin";
+  if (paths.size() > kNamed) named += fmt::format(" and {} more", paths.size() - kNamed);
+  fmt::print(stderr, "firstfault: nothing to diagnose: no line could be read from {} (the reasons are above)\n", named);
+}
+
 namespace {
 
 // Loads the library or reports every problem on stderr; nullopt means exit 2.
@@ -107,9 +117,10 @@ int run_diagnose(const DiagnoseOptions& o, std::ostream& out) {
   if (r.interrupted) return kExitInterrupted;
   // Nothing to show only when no input yielded a single line; a truncated file still has a
   // (partial) diagnosis worth printing.
-  bool all_failed = !r.problems.empty() && read_nothing(r.diagnosis.inputs);
+  bool nothing = r.diagnosis.verdict == "error";
+  if (nothing) report_nothing_to_diagnose(o.paths, shown);
   if (o.format == "json") {
-    out << dump_json(diagnosis_to_json(r.diagnosis, *lib)) << "\n";
+    if (!nothing) out << dump_json(diagnosis_to_json(r.diagnosis, *lib)) << "\n";
   } else if (is_ci_format(o.format)) {
     // CI reports are written even when no input was readable: they carry the input errors.
     CiRenderOptions co;
@@ -121,7 +132,7 @@ int run_diagnose(const DiagnoseOptions& o, std::ostream& out) {
       fmt::print(stderr, "firstfault: {}\n", s.message());
       return kExitUsage;
     }
-  } else if (!all_failed) {
+  } else if (!nothing) {
     TextStyle style;
     style.color = want_color(o.color);
     style.verbose = o.verbose;

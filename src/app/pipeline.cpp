@@ -232,10 +232,34 @@ JobResult analyze_job(const std::vector<InputSource>& inputs, const Matcher& mat
     ++i;
   }
   if (g_interrupted.load()) result.interrupted = true;
+  bool nothing_read = read_nothing(summaries);
   corr.set_inputs(std::move(summaries));
   result.diagnosis = corr.finish();
+  if (nothing_read) result.diagnosis.verdict = "error";
   return result;
 }
+
+namespace {
+
+// When no input yielded a line, every given path says why: a missing path or an unreadable
+// file has its reason already; a directory that held nothing to read gets one here.
+void explain_nothing_read(const std::vector<std::string>& paths, const std::vector<InputSource>& inputs, JobResult& r) {
+  for (size_t k = 0; k < paths.size(); ++k) {
+    bool explained = std::any_of(r.problems.begin(), r.problems.end(), [&](const InputProblem& p) { return p.path == paths[k]; });
+    bool found = false;
+    for (size_t i = 0; i < inputs.size(); ++i)
+      if (inputs[i].origin == k) {
+        found = true;
+        explained = explained || !r.diagnosis.inputs[i].error.empty();
+      }
+    if (explained || found) continue;
+    InputProblem p{paths[k], "no file to read in this directory"};
+    r.problems.push_back(p);
+    r.diagnosis.inputs.push_back({p.path, 0, 0, 0, "", p.reason});
+  }
+}
+
+}  // namespace
 
 JobResult analyze_paths(const std::vector<std::string>& paths, const Matcher& matcher, const AnalyzeOptions& options) {
   std::vector<InputProblem> problems;
@@ -243,6 +267,7 @@ JobResult analyze_paths(const std::vector<std::string>& paths, const Matcher& ma
   JobResult r = analyze_job(inputs, matcher, options);
   r.problems.insert(r.problems.begin(), problems.begin(), problems.end());
   for (const auto& p : problems) r.diagnosis.inputs.push_back({p.path, 0, 0, 0, "", p.reason});
+  if (r.diagnosis.verdict == "error") explain_nothing_read(paths, inputs, r);
   return r;
 }
 

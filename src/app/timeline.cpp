@@ -34,6 +34,10 @@ int run_timeline(const TimelineOptions& o, std::ostream& out) {
   for (const auto& p : r.problems) fmt::print(stderr, "firstfault: {}: {}\n", shown(p.path), shown(p.reason));
   if (r.interrupted) return kExitInterrupted;
   const Diagnosis& d = r.diagnosis;
+  if (d.verdict == "error") {  // no input yielded a line: no timeline to show
+    report_nothing_to_diagnose(o.paths, shown);
+    return kExitUsage;
+  }
   if (o.format == "json") {
     nlohmann::json j = diagnosis_to_json(d, lib);
     nlohmann::json t;

@@ -13,7 +13,7 @@ namespace fs = std::filesystem;
 
 namespace {
 
-void walk_directory(const fs::path& dir, std::vector<InputSource>& out, std::vector<InputProblem>& problems,
+void walk_directory(const fs::path& dir, size_t origin, std::vector<InputSource>& out, std::vector<InputProblem>& problems,
                     std::set<std::pair<dev_t, ino_t>>& visited, int depth) {
   struct stat st {};
   if (::stat(dir.c_str(), &st) != 0) {
@@ -46,11 +46,11 @@ void walk_directory(const fs::path& dir, std::vector<InputSource>& out, std::vec
       continue;
     }
     if (fs::is_directory(status)) {
-      walk_directory(child, out, problems, visited, depth + 1);
+      walk_directory(child, origin, out, problems, visited, depth + 1);
     } else if (fs::is_regular_file(status) || fs::is_fifo(status)) {
       std::string name = child.filename().string();
       if (!name.empty() && name[0] == '.') continue;  // hidden files (editor swap files, .DS_Store)
-      out.push_back({child.string(), false});
+      out.push_back({child.string(), false, origin});
     }
   }
 }
@@ -64,9 +64,10 @@ std::vector<InputSource> expand_inputs(const std::vector<std::string>& paths, st
     return out;
   }
   std::set<std::pair<dev_t, ino_t>> visited;
-  for (const auto& p : paths) {
+  for (size_t origin = 0; origin < paths.size(); ++origin) {
+    const std::string& p = paths[origin];
     if (p == "-") {
-      out.push_back({"-", true});
+      out.push_back({"-", true, origin});
       continue;
     }
     std::error_code ec;
@@ -76,9 +77,9 @@ std::vector<InputSource> expand_inputs(const std::vector<std::string>& paths, st
       continue;
     }
     if (fs::is_directory(status)) {
-      walk_directory(p, out, problems, visited, 0);
+      walk_directory(p, origin, out, problems, visited, 0);
     } else {
-      out.push_back({p, false});
+      out.push_back({p, false, origin});
     }
   }
   return out;

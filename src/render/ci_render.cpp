@@ -266,7 +266,7 @@ std::string render_github(const Diagnosis& d, const Library& lib, const CiRender
     command("error", a, fmt::format("{} [{}]", d.entry->title, d.entry->id), report_lines(d, false));
   else if (d.verdict == "unrecognized")
     command("warning", a, "firstfault: no known failure matched", report_lines(d, false));
-  else if (failed_inputs(d).size() < d.inputs.size() || d.inputs.empty())
+  else if (d.verdict == "clean")  // not "error": with nothing read, the input errors are the report
     command("notice", nullptr, "firstfault: no failure found", report_lines(d, false));
   return out;
 }
@@ -312,6 +312,9 @@ std::string render_markdown(const Diagnosis& d, const Library& lib, const CiRend
     out += "**Verdict:** unrecognized · error lines were seen, but no entry of the failure library matched them.\n";
     if (a) out += "\n" + first_error_label(*a) + ": " + md_code(where(*a)) + "\n\n" + md_block({safe_line(truncate_utf8(a->text, 400))});
     if (d.suspect) out += "\n" + md_cell(suspect_label(*d.suspect)) + ": " + md_cell(safe_line(d.suspect->reason)) + "\n";
+  } else if (d.verdict == "error") {
+    out += "### firstfault: nothing to diagnose\n\n";
+    out += "**Verdict:** error · no input yielded a line (the reasons are below).\n";
   } else {
     out += "### firstfault: no failure found\n\n";
     out += "**Verdict:** clean · no error line and no known failure signature in the input.\n";
@@ -349,7 +352,7 @@ std::string render_junit(const Diagnosis& d, const Library& lib, const CiRenderO
                      fmt::format("{} [{}]", d.entry->title, d.entry->id), body});
   else if (d.verdict == "unrecognized")
     cases.push_back({"firstfault.unrecognized", job, file, "failure", "unrecognized", "No known failure matched", body});
-  else if (d.inputs.empty() || failed_inputs(d).size() < d.inputs.size())
+  else if (d.verdict == "clean")
     cases.push_back({"firstfault.clean", job, "", "", "", "", body});  // passes: nothing failed
 
   size_t failures = 0, errors = 0;

@@ -80,6 +80,8 @@ std::string render_text(const Diagnosis& d, const Library& lib, const TextStyle&
         out += fmt::format("  Read rank {}'s own output before that point for its error.\n", l->rank);
       }
       out += "If this is a real failure mode, consider writing an entry (docs/signature-format.md).\n";
+    } else if (d.verdict == "error") {
+      out += "Nothing to diagnose: no input yielded a line.\n";
     } else {
       out += "No failure found: no error line and no known failure signature in the input.\n";
     }

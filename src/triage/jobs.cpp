@@ -19,7 +19,16 @@ namespace fs = std::filesystem;
 
 namespace {
 
-// Lists an archive's regular members; false when the file is not a (readable) archive.
+JobRecord error_row(const std::string& job, const std::string& reason) {
+  JobRecord r;
+  r.job = job;
+  r.verdict = "error";
+  r.error = reason;
+  return r;
+}
+
+// Lists an archive's regular members; false when the file is not a (readable) archive. `error`
+// says what broke: the archive could not be opened or read, or broke after some members.
 bool list_archive(const std::string& path, std::vector<std::string>& members, std::string& error) {
   struct archive* a = archive_read_new();
   archive_read_support_filter_all(a);
@@ -27,7 +36,9 @@ bool list_archive(const std::string& path, std::vector<std::string>& members, st
   archive_read_support_format_zip(a);
   archive_read_support_format_gnutar(a);
   archive_read_support_format_cpio(a);
+  auto reason = [&](const char* fallback) { return archive_error_string(a) ? archive_error_string(a) : fallback; };
   if (archive_read_open_filename(a, path.c_str(), 1 << 16) != ARCHIVE_OK) {
+    error = reason("cannot open the archive");
     archive_read_free(a);
     return false;
   }
@@ -39,7 +50,7 @@ bool list_archive(const std::string& path, std::vector<std::string>& members, st
     if (archive_entry_filetype(e) == AE_IFREG) members.emplace_back(archive_entry_pathname(e));
     archive_read_data_skip(a);
   }
-  if (r == ARCHIVE_FATAL && any) error = archive_error_string(a) ? archive_error_string(a) : "corrupt archive";
+  if (r == ARCHIVE_FATAL) error = reason("corrupt archive");
   archive_read_free(a);
   return any;
 }
@@ -83,7 +94,10 @@ void add_archive_jobs(const std::string& path, const TriageOptions& o, const RE2
                       std::vector<JobRecord>& errors) {
   std::vector<std::string> members;
   std::string error;
-  list_archive(path, members, error);
+  if (!list_archive(path, members, error)) {
+    errors.push_back(error_row(path, "not a readable archive: " + error));
+    return;
+  }
   std::vector<std::string> names;
   for (const auto& m : members) names.push_back(normalize_member_name(m));
   const std::string root = archive_root(names);
@@ -101,12 +115,47 @@ void add_archive_jobs(const std::string& path, const TriageOptions& o, const RE2
     j.members.push_back(members[i]);
   }
   for (auto& [k, j] : by_key) jobs.push_back(std::move(j));
-  if (!error.empty()) {
-    JobRecord r;
-    r.job = path;
-    r.verdict = "error";
-    r.error = "archive is corrupt or truncated after " + std::to_string(members.size()) + " member(s): " + error;
-    errors.push_back(r);
+  if (!error.empty())
+    errors.push_back(error_row(path, "archive is corrupt or truncated after " + std::to_string(members.size()) + " member(s): " + error));
+  else if (by_key.empty())
+    errors.push_back(error_row(path, members.empty() ? "the archive holds no file" : "no member matches --job-pattern"));
+}
+
+// A directory: its files grouped into jobs by depth or pattern (sorted, symlink loops skipped).
+void add_directory_jobs(const std::string& p, const TriageOptions& o, const RE2* pattern, std::vector<JobSpec>& jobs,
+                        std::vector<JobRecord>& errors) {
+  std::map<std::string, JobSpec> by_key;
+  std::set<std::string> seen_dirs;
+  std::error_code ec;
+  for (auto it = fs::recursive_directory_iterator(p, fs::directory_options::skip_permission_denied, ec);
+       !ec && it != fs::recursive_directory_iterator(); it.increment(ec)) {
+    std::error_code sec;
+    if (it->is_directory(sec)) {
+      auto canon = fs::canonical(it->path(), sec);
+      if (!sec && !seen_dirs.insert(canon.string()).second) it.disable_recursion_pending();
+      continue;
+    }
+    if (!it->is_regular_file(sec) && !it->is_fifo(sec)) continue;
+    // Lexically: fs::relative() resolves symlinks, so a symlinked rank log became "../.." and
+    // was skipped as hidden.
+    std::string rel = it->path().lexically_relative(p).generic_string();
+    if (!rel.empty() && (rel[0] == '.' || rel.find("/.") != std::string::npos)) continue;
+    std::string file = it->path().string();
+    std::string key = o.job_depth == 0 && !pattern ? "" : job_key(rel, o.job_depth, pattern);
+    if (key.empty() && (pattern || o.job_depth != 0)) continue;
+    if (looks_like_archive_name(file) && key == rel) {
+      add_archive_jobs(file, o, pattern, jobs, errors);
+      continue;
+    }
+    std::string id = key.empty() ? p : (fs::path(p) / key).string();
+    JobSpec& j = by_key[id];
+    j.id = id;
+    j.files.push_back(file);
+  }
+  if (ec) errors.push_back(error_row(p, "cannot read the directory: " + ec.message()));
+  for (auto& [k, j] : by_key) {
+    std::sort(j.files.begin(), j.files.end());
+    jobs.push_back(std::move(j));
   }
 }
 
@@ -147,10 +196,13 @@ std::vector<JobSpec> discover_jobs(const TriageOptions& o, std::vector<JobRecord
     std::error_code ec;
     auto st = fs::status(p, ec);
     if (ec || !fs::exists(st)) {
-      errors.push_back({p, "error", "", "", "", "", std::nullopt, "", "no such file or directory", 0});
+      errors.push_back(error_row(p, "no such file or directory"));
       continue;
     }
-    if (!fs::is_directory(st)) {
+    size_t jobs_before = jobs.size(), errors_before = errors.size();
+    if (fs::is_directory(st)) {
+      add_directory_jobs(p, o, pattern.get(), jobs, errors);
+    } else {
       std::vector<std::string> probe;
       std::string err;
       if (looks_like_archive_name(p) || (fs::is_regular_file(st) && list_archive(p, probe, err) && !probe.empty() &&
@@ -159,40 +211,10 @@ std::vector<JobSpec> discover_jobs(const TriageOptions& o, std::vector<JobRecord
       } else {
         jobs.push_back({p, {p}, "", "", {}});
       }
-      continue;
     }
-    // A directory: group its files into jobs by depth or pattern (sorted, symlink loops skipped).
-    std::map<std::string, JobSpec> by_key;
-    std::set<std::string> seen_dirs;
-    for (auto it = fs::recursive_directory_iterator(p, fs::directory_options::skip_permission_denied, ec);
-         !ec && it != fs::recursive_directory_iterator(); it.increment(ec)) {
-      std::error_code sec;
-      if (it->is_directory(sec)) {
-        auto canon = fs::canonical(it->path(), sec);
-        if (!sec && !seen_dirs.insert(canon.string()).second) it.disable_recursion_pending();
-        continue;
-      }
-      if (!it->is_regular_file(sec) && !it->is_fifo(sec)) continue;
-      // Lexically: fs::relative() resolves symlinks, so a symlinked rank log became "../.." and
-      // was skipped as hidden.
-      std::string rel = it->path().lexically_relative(p).generic_string();
-      if (!rel.empty() && (rel[0] == '.' || rel.find("/.") != std::string::npos)) continue;
-      std::string file = it->path().string();
-      std::string key = o.job_depth == 0 && !pattern ? "" : job_key(rel, o.job_depth, pattern.get());
-      if (key.empty() && (pattern || o.job_depth != 0)) continue;
-      if (looks_like_archive_name(file) && key == rel) {
-        add_archive_jobs(file, o, pattern.get(), jobs, errors);
-        continue;
-      }
-      std::string id = key.empty() ? p : (fs::path(p) / key).string();
-      JobSpec& j = by_key[id];
-      j.id = id;
-      j.files.push_back(file);
-    }
-    for (auto& [k, j] : by_key) {
-      std::sort(j.files.begin(), j.files.end());
-      jobs.push_back(std::move(j));
-    }
+    // A path that yielded no job is an error row, never silence (an archive names its own reason).
+    if (jobs.size() == jobs_before && errors.size() == errors_before)
+      errors.push_back(error_row(p, pattern ? "no file in this directory matches --job-pattern" : "no file to read in this directory"));
   }
   std::sort(jobs.begin(), jobs.end(), [](const JobSpec& a, const JobSpec& b) { return a.id < b.id; });
   return jobs;

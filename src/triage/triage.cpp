@@ -397,6 +397,10 @@ int run_triage(const TriageOptions& o, std::ostream& out) {
       else if (o.format == "jsonl" && !(o.unknown_only && recs[i].verdict != "unrecognized")) out << json_lines[i] << "\n";
     }
   } else {
+    if (o.paths.empty()) {
+      fmt::print(stderr, "firstfault: nothing to triage: give the job directories, files or archives as PATH\n");
+      return kExitUsage;
+    }
     unsigned shard_i = 1, shard_n = 1;
     if (!o.shard.empty() && (std::sscanf(o.shard.c_str(), "%u/%u", &shard_i, &shard_n) != 2 || shard_n == 0 ||
                              shard_i == 0 || shard_i > shard_n)) {

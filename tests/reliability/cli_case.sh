@@ -158,6 +158,52 @@ YAML
     run diagnose "$tmp/random.bin"
     expect_rc 1
     ! grep -q $'\x1b' "$tmp/out" || fail "log bytes reached the terminal as escape sequences" ;;
+  nothing_to_diagnose)
+    # No input yielded a line: an error (exit 2) naming each input and its reason, in every
+    # format and command; never a "no failure found" verdict. stdout holds no result for text
+    # and JSON; the CI formats still write their report, which carries the input errors.
+    mkdir "$tmp/empty"
+    printf '\x1f\x8b\x08' > "$tmp/cut.log.gz"  # a gzip header cut short: yields nothing
+    for inputs in "$tmp/empty" "/proc/self/mem" "$tmp/cut.log.gz" "$tmp/empty /proc/self/mem $tmp/nope.log"; do
+      for cmd in "diagnose -f text" "diagnose -f json" "diagnose -f github" "diagnose -f markdown" "diagnose -f sarif" \
+                 "diagnose -f gitlab" "diagnose -f junit" "timeline -f text" "timeline -f json"; do
+        # shellcheck disable=SC2086
+        run $cmd $inputs
+        what="$cmd $inputs"
+        [ "$rc" = 2 ] || fail "$what: exit code $rc, expected 2"
+        grep -qF "nothing to diagnose: no line could be read from ${inputs%% *}" "$tmp/err" || fail "$what: stderr lacks the summary: $(cat "$tmp/err")"
+        for path in $inputs; do grep -qF "firstfault: $path: " "$tmp/err" || fail "$what: stderr does not name $path"; done
+        ! grep -qiE 'no failure found|"clean"|verdict" value="clean' "$tmp/out" || fail "$what: reported as clean: $(head -c 300 "$tmp/out")"
+        case $cmd in
+          *text|*json) [ ! -s "$tmp/out" ] || fail "$what: stdout not empty: $(head -c 300 "$tmp/out")" ;;
+          *) grep -qF -- "${inputs%% *}" "$tmp/out" || fail "$what: the report does not name the input" ;;
+        esac
+      done
+    done
+    tar -C "$tmp/empty" -czf "$tmp/empty.tgz" .
+    for format in table jsonl csv markdown; do
+      run triage --no-progress -f "$format" "$tmp/empty" "$tmp/empty.tgz" "$tmp/cut.log.gz"
+      expect_rc 2
+      expect_out "no file to read in this directory"; expect_out "the archive holds no file"; expect_out "incomplete header"
+    done
+    run triage
+    expect_rc 2; expect_err "nothing to triage" ;;
+  some_inputs_bad)
+    # Good inputs are still diagnosed beside bad ones, in every format; exit 2 says one failed.
+    oom 2 > "$tmp/rank2.log"; timeout_line 0 > "$tmp/rank0.log"
+    for format in text json github markdown sarif gitlab junit; do
+      run diagnose -f "$format" "$tmp/rank2.log" "$tmp/nope.log" "$tmp/rank0.log"
+      expect_rc 2; expect_err "firstfault: $tmp/nope.log: no such file or directory"; expect_out "cuda-oom"
+    done
+    for format in text json; do
+      run timeline -f "$format" "$tmp/rank2.log" "$tmp/nope.log" "$tmp/rank0.log"
+      expect_rc 2; expect_err "firstfault: $tmp/nope.log: no such file or directory"; expect_out "initiating"
+    done
+    mkdir -p "$tmp/jobs/a" "$tmp/jobs/b"; cp "$tmp/rank2.log" "$tmp/jobs/a/"; ln -s /proc/self/mem "$tmp/jobs/b/rank0.log"
+    for format in table jsonl csv markdown; do
+      run triage --no-progress -f "$format" "$tmp/jobs"
+      expect_rc 2; expect_out "cuda-oom"; expect_out "rank0.log"
+    done ;;
   *) echo "unknown case $case"; exit 2 ;;
 esac
 [ $status = 0 ] && echo "ok: $case"

@@ -351,6 +351,34 @@ TEST_CASE("reliability: a missing path and an unreadable file among good ones ar
   }
 }
 
+TEST_CASE("reliability: no input at all is an error naming each input and its reason, never a clean verdict") {
+  Fixture f;
+  fs::create_directories(f.dir.path() + "/empty");
+  std::string cut = f.dir.write("cut.log.gz", "\x1f\x8b\x08");  // a gzip header cut short
+  const std::vector<std::vector<std::string>> cases = {
+      {f.dir.path() + "/empty"}, {"/proc/self/mem"}, {cut}, {f.dir.path() + "/empty", cut, f.dir.path() + "/nope.log"}};
+  for (const auto& paths : cases) {
+    INFO(paths.front() << " and " << paths.size() - 1 << " more");
+    JobResult r = f.run_paths(paths);
+    CHECK(r.diagnosis.verdict == "error");
+    CHECK_FALSE(r.diagnosis.entry);
+    for (const auto& p : paths) {  // every given path is named with a reason, on stderr and in the inputs
+      bool problem = std::any_of(r.problems.begin(), r.problems.end(), [&](const InputProblem& x) { return x.path == p && !x.reason.empty(); });
+      bool row = std::any_of(r.diagnosis.inputs.begin(), r.diagnosis.inputs.end(),
+                             [&](const InputSummary& x) { return x.path == p && !x.error.empty(); });
+      CHECK(problem);
+      CHECK(row);
+    }
+  }
+  JobResult empty_dir = f.run_paths({f.dir.path() + "/empty"});
+  REQUIRE(empty_dir.problems.size() == 1);
+  CHECK(empty_dir.problems[0].reason == "no file to read in this directory");
+  // An empty directory beside a good file is no problem: the file is the job.
+  JobResult beside = f.run_paths({f.dir.path() + "/empty", f.dir.write("rank1.log", oom(1))});
+  CHECK(beside.problems.empty());
+  CHECK(beside.diagnosis.verdict == "diagnosed");
+}
+
 TEST_CASE("reliability: a FIFO is read like a file, also inside a directory") {
   Fixture f;
   fs::create_directories(f.dir.path() + "/job");

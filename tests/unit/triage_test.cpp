@@ -95,6 +95,7 @@ TEST_CASE("triage: an unreadable job is an error row and the rest is still proce
   std::string csv = j.run(o);
   INFO(csv);
   CHECK(csv.find("missing-job.log,error") != std::string::npos);
+  CHECK(csv.find("bad.tar.gz,error,,,,,not a readable archive: ") != std::string::npos);  // was dropped in silence
   CHECK(csv.find("job-a,diagnosed,cuda-oom") != std::string::npos);
 }
 

@@ -1,6 +1,7 @@
 #pragma once
 // The subcommands, as functions of plain option structs, so the CLI stays thin and the tests
 // can run them without a process. Each returns the process exit code.
+#include <functional>
 #include <memory>
 #include <optional>
 #include <ostream>
@@ -85,6 +86,12 @@ struct Engine {
 // Loads the built-in library plus --signatures and compiles the matcher; on any problem prints
 // every message to stderr and returns nullptr (the caller exits 2).
 std::unique_ptr<Engine> load_engine(const CommonOptions& o);
+
+// The last stderr line of a run whose inputs yielded no line at all (each input's reason is
+// printed before it): there is nothing to diagnose, so stdout stays empty and the exit code is 2.
+// `shown` makes a path safe to print (masked with --redact).
+void report_nothing_to_diagnose(const std::vector<std::string>& paths,
+                                const std::function<std::string(const std::string&)>& shown);
 
 // Whether to colour output: --color, NO_COLOR, and whether stdout is a terminal.
 bool want_color(const std::string& mode);

@@ -28,9 +28,12 @@ struct JobResult {
 // Set by the CLI's SIGINT handler; the pipeline stops at the next block.
 extern std::atomic<bool> g_interrupted;
 
+// The verdict is "error" when no input yielded a line (none at all, or every one unreadable):
+// there is nothing to diagnose, and the inputs and problems say why.
 JobResult analyze_job(const std::vector<InputSource>& inputs, const Matcher& matcher, const AnalyzeOptions& options);
 
-// Convenience for tests and callers with paths: expands, then analyses.
+// Expands, then analyses. With nothing to diagnose, every path in `paths` that yielded nothing
+// has a problem naming it and the reason (a directory with no file to read, too).
 JobResult analyze_paths(const std::vector<std::string>& paths, const Matcher& matcher, const AnalyzeOptions& options);
 
 // Whether no input yielded a single line (every one failed before its first line; true for

@@ -80,7 +80,9 @@ struct Limits {
 };
 
 struct Diagnosis {
-  std::string verdict;  // diagnosed | unrecognized | clean
+  // diagnosed | unrecognized | clean, or error when no input yielded a line (app/pipeline.h):
+  // nothing to diagnose, and `inputs` carries each reason.
+  std::string verdict;
   const struct Entry* entry = nullptr;
   double confidence = 0;
   RankDecision initiating;

@@ -9,6 +9,7 @@ namespace firstfault {
 struct InputSource {
   std::string path;       // as given or found; "-" for stdin
   bool is_stdin = false;
+  size_t origin = 0;      // which of the paths given to expand_inputs() it came from
 };
 
 struct InputProblem {
