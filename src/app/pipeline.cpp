@@ -7,15 +7,19 @@
 #include <algorithm>
 #include <condition_variable>
 #include <cstring>
+#include <filesystem>
 #include <mutex>
 #include <thread>
 
 #include "firstfault/app/line_feed.h"
 #include "firstfault/attribution/line_attributor.h"
 #include "firstfault/correlator/correlator.h"
+#include "firstfault/reader/archive.h"
 #include "firstfault/reader/log_reader.h"
 
 namespace firstfault {
+
+namespace fs = std::filesystem;
 
 std::atomic<bool> g_interrupted{false};
 
@@ -197,7 +201,43 @@ void analyze_inputs_pooled(const std::vector<InputSource>& inputs, size_t first,
   for (auto& t : pool) t.join();
 }
 
+// Reads the members [first, last) of one archive (expand_archives() lists them in archive
+// order) in one pass over it, each as its own input.
+void analyze_archive_members(const std::vector<InputSource>& inputs, size_t first, size_t last, const Matcher& matcher,
+                             const AnalyzeOptions& options, Correlator& corr, std::vector<InputSummary>& summaries,
+                             std::vector<InputProblem>& problems) {
+  size_t next = first;
+  Status archive = for_each_archive_member(inputs[first].archive, [&](const std::string& name, struct archive* a) {
+    if (next >= last || inputs[next].member != name || g_interrupted.load()) return;
+    summaries[next].path = inputs[next].path;
+    Status s = read_member(a, normalize_member_name(name), static_cast<uint32_t>(next), matcher, options, corr, summaries[next]);
+    if (!s.ok()) problems.push_back({inputs[next].path, s.message()});
+    ++next;
+  });
+  if (archive.ok() || g_interrupted.load()) return;
+  if (next == last && next > first && summaries[next - 1].error.empty()) {  // broke after its last member
+    summaries[next - 1].error = "the archive breaks after this member: " + archive.message();
+    problems.push_back({inputs[next - 1].path, summaries[next - 1].error});
+  }
+  for (; next < last; ++next) {
+    summaries[next].path = inputs[next].path;
+    summaries[next].error = "not reached, the archive breaks before it: " + archive.message();
+    problems.push_back({inputs[next].path, summaries[next].error});
+  }
+}
+
 }  // namespace
+
+Status read_member(struct archive* a, const std::string& name, uint32_t index, const Matcher& matcher,
+                   const AnalyzeOptions& options, Correlator& corr, InputSummary& summary) {
+  LineAttributor attributor(identity_from_path(name, options.rank_from));
+  LineFeed feed(matcher, corr, attributor, index, summary);
+  ReadStats stats;
+  Status s = read_archive_member(a, feed, stats);
+  summary.bytes = stats.bytes;
+  if (!s.ok()) summary.error = s.message();
+  return s;
+}
 
 JobResult analyze_job(const std::vector<InputSource>& inputs, const Matcher& matcher, const AnalyzeOptions& job_options) {
   JobResult result;
@@ -218,10 +258,16 @@ JobResult analyze_job(const std::vector<InputSource>& inputs, const Matcher& mat
       result.interrupted = true;
       break;
     }
-    // A run of two or more inputs too small to split goes to the pool; a large file is split.
     size_t j = i;
+    if (!inputs[i].archive.empty()) {  // the members of one archive, read in one pass
+      while (j < inputs.size() && inputs[j].archive == inputs[i].archive) ++j;
+      analyze_archive_members(inputs, i, j, matcher, options, corr, summaries, result.problems);
+      i = j;
+      continue;
+    }
+    // A run of two or more inputs too small to split goes to the pool; a large file is split.
     if (threads > 1)
-      while (j < inputs.size() && !inputs[j].is_stdin && !split[j]) ++j;
+      while (j < inputs.size() && !inputs[j].is_stdin && inputs[j].archive.empty() && !split[j]) ++j;
     if (j - i >= 2) {
       analyze_inputs_pooled(inputs, i, j, matcher, options, threads, corr, summaries, result.problems);
       i = j;
@@ -253,7 +299,8 @@ void explain_nothing_read(const std::vector<std::string>& paths, const std::vect
         explained = explained || !r.diagnosis.inputs[i].error.empty();
       }
     if (explained || found) continue;
-    InputProblem p{paths[k], "no file to read in this directory"};
+    std::error_code ec;
+    InputProblem p{paths[k], fs::is_directory(paths[k], ec) ? "no file to read in this directory" : "the archive holds no file"};
     r.problems.push_back(p);
     r.diagnosis.inputs.push_back({p.path, 0, 0, 0, "", p.reason});
   }
@@ -263,7 +310,7 @@ void explain_nothing_read(const std::vector<std::string>& paths, const std::vect
 
 JobResult analyze_paths(const std::vector<std::string>& paths, const Matcher& matcher, const AnalyzeOptions& options) {
   std::vector<InputProblem> problems;
-  auto inputs = expand_inputs(paths, problems);
+  auto inputs = expand_archives(expand_inputs(paths, problems));
   JobResult r = analyze_job(inputs, matcher, options);
   r.problems.insert(r.problems.begin(), problems.begin(), problems.end());
   for (const auto& p : problems) r.diagnosis.inputs.push_back({p.path, 0, 0, 0, "", p.reason});

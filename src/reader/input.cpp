@@ -60,14 +60,14 @@ void walk_directory(const fs::path& dir, size_t origin, std::vector<InputSource>
 std::vector<InputSource> expand_inputs(const std::vector<std::string>& paths, std::vector<InputProblem>& problems) {
   std::vector<InputSource> out;
   if (paths.empty()) {
-    out.push_back({"-", true});
+    out.push_back({"-", true, 0, true});
     return out;
   }
   std::set<std::pair<dev_t, ino_t>> visited;
   for (size_t origin = 0; origin < paths.size(); ++origin) {
     const std::string& p = paths[origin];
     if (p == "-") {
-      out.push_back({"-", true, origin});
+      out.push_back({"-", true, origin, true});
       continue;
     }
     std::error_code ec;
@@ -79,7 +79,7 @@ std::vector<InputSource> expand_inputs(const std::vector<std::string>& paths, st
     if (fs::is_directory(status)) {
       walk_directory(p, origin, out, problems, visited, 0);
     } else {
-      out.push_back({p, false, origin});
+      out.push_back({p, false, origin, true});
     }
   }
   return out;

@@ -1,15 +1,12 @@
 // Where the jobs are: files, directories of per-rank files, and member groups inside archives.
-#include <archive.h>
-#include <archive_entry.h>
 #include <re2/re2.h>
-
-#include <cstring>
 
 #include <algorithm>
 #include <filesystem>
 #include <map>
 #include <set>
 
+#include "firstfault/reader/archive.h"
 #include "firstfault/triage/triage.h"
 #include "firstfault/util/strings.h"
 
@@ -27,34 +24,6 @@ JobRecord error_row(const std::string& job, const std::string& reason) {
   return r;
 }
 
-// Lists an archive's regular members; false when the file is not a (readable) archive. `error`
-// says what broke: the archive could not be opened or read, or broke after some members.
-bool list_archive(const std::string& path, std::vector<std::string>& members, std::string& error) {
-  struct archive* a = archive_read_new();
-  archive_read_support_filter_all(a);
-  archive_read_support_format_tar(a);
-  archive_read_support_format_zip(a);
-  archive_read_support_format_gnutar(a);
-  archive_read_support_format_cpio(a);
-  auto reason = [&](const char* fallback) { return archive_error_string(a) ? archive_error_string(a) : fallback; };
-  if (archive_read_open_filename(a, path.c_str(), 1 << 16) != ARCHIVE_OK) {
-    error = reason("cannot open the archive");
-    archive_read_free(a);
-    return false;
-  }
-  struct archive_entry* e = nullptr;
-  int r;
-  bool any = false;
-  while ((r = archive_read_next_header(a, &e)) == ARCHIVE_OK || r == ARCHIVE_WARN) {
-    any = true;
-    if (archive_entry_filetype(e) == AE_IFREG) members.emplace_back(archive_entry_pathname(e));
-    archive_read_data_skip(a);
-  }
-  if (r == ARCHIVE_FATAL) error = reason("corrupt archive");
-  archive_read_free(a);
-  return any;
-}
-
 // "a//b/c/" -> {"a", "b", "c"}.
 std::vector<std::string> split_path(const std::string& path) {
   std::vector<std::string> parts;
@@ -65,12 +34,6 @@ std::vector<std::string> split_path(const std::string& path) {
       start = i + 1;
     }
   return parts;
-}
-
-bool looks_like_archive_name(const std::string& p) {
-  for (const char* ext : {".tar", ".tar.gz", ".tgz", ".tar.zst", ".tar.xz", ".tar.bz2", ".zip"})
-    if (p.size() > std::strlen(ext) && p.compare(p.size() - std::strlen(ext), std::string::npos, ext) == 0) return true;
-  return false;
 }
 
 // The job a relative path (member or file) belongs to, or "" when none.
@@ -94,7 +57,7 @@ void add_archive_jobs(const std::string& path, const TriageOptions& o, const RE2
                       std::vector<JobRecord>& errors) {
   std::vector<std::string> members;
   std::string error;
-  if (!list_archive(path, members, error)) {
+  if (!list_archive_members(path, members, error)) {
     errors.push_back(error_row(path, "not a readable archive: " + error));
     return;
   }
@@ -161,13 +124,6 @@ void add_directory_jobs(const std::string& p, const TriageOptions& o, const RE2*
 
 }  // namespace
 
-std::string normalize_member_name(const std::string& name) {
-  std::string out;
-  for (const auto& part : split_path(name))
-    if (part != ".") out += (out.empty() ? "" : "/") + part;
-  return out;
-}
-
 std::string archive_root(const std::vector<std::string>& names) {
   std::string top;
   bool has_folder = false;
@@ -203,10 +159,7 @@ std::vector<JobSpec> discover_jobs(const TriageOptions& o, std::vector<JobRecord
     if (fs::is_directory(st)) {
       add_directory_jobs(p, o, pattern.get(), jobs, errors);
     } else {
-      std::vector<std::string> probe;
-      std::string err;
-      if (looks_like_archive_name(p) || (fs::is_regular_file(st) && list_archive(p, probe, err) && !probe.empty() &&
-                                         (probe.size() > 1 || probe[0].find('/') != std::string::npos))) {
+      if (looks_like_archive_name(p) || reads_as_archive(p)) {
         add_archive_jobs(p, o, pattern.get(), jobs, errors);
       } else {
         jobs.push_back({p, {p}, "", "", {}});

@@ -1,7 +1,5 @@
 #include "firstfault/triage/triage.h"
 
-#include <archive.h>
-#include <archive_entry.h>
 #include <fmt/format.h>
 #include <unistd.h>
 
@@ -19,6 +17,7 @@
 
 #include "firstfault/app/line_feed.h"
 #include "firstfault/app/pipeline.h"
+#include "firstfault/reader/archive.h"
 #include "firstfault/render/ci_render.h"
 #include "firstfault/render/render.h"
 #include "firstfault/signatures/loader.h"
@@ -87,40 +86,16 @@ void run_archive(const std::vector<const JobSpec*>& jobs, const Matcher& matcher
   };
   std::vector<State> st(jobs.size());
   for (auto& s : st) s.corr = std::make_unique<Correlator>(matcher.library(), ao.tables);
-  std::string archive_error;
-  struct archive* a = archive_read_new();
-  archive_read_support_filter_all(a);
-  archive_read_support_format_tar(a);
-  archive_read_support_format_gnutar(a);
-  archive_read_support_format_zip(a);
-  archive_read_support_format_cpio(a);
-  if (archive_read_open_filename(a, path.c_str(), 1 << 16) != ARCHIVE_OK) {
-    archive_error = archive_error_string(a) ? archive_error_string(a) : "cannot open archive";
-  } else {
-    struct archive_entry* e = nullptr;
-    int r;
-    while ((r = archive_read_next_header(a, &e)) == ARCHIVE_OK || r == ARCHIVE_WARN) {
-      auto it = member_job.find(archive_entry_pathname(e));
-      if (it == member_job.end() || archive_entry_filetype(e) != AE_IFREG) {
-        archive_read_data_skip(a);
-        continue;
-      }
-      State& s = st[it->second];
-      InputSummary sum;
-      sum.path = path + "!" + it->first;
-      LineAttributor attributor(identity_from_path(it->first, ao.rank_from));
-      LineFeed feed(matcher, *s.corr, attributor, static_cast<uint32_t>(s.inputs.size()), sum);
-      ReadStats stats;
-      Status rs = read_archive_member(a, feed, stats);
-      sum.bytes = stats.bytes;
-      if (!rs.ok()) sum.error = rs.message();
-      s.inputs.push_back(sum);
-      // No break on a damaged member: a zip's other members stay readable; a broken stream
-      // (tar.gz, truncated tar) fails at the next header and ends the loop with archive_error.
-    }
-    if (r == ARCHIVE_FATAL) archive_error = archive_error_string(a) ? archive_error_string(a) : "corrupt archive";
-  }
-  archive_read_free(a);
+  Status archive = for_each_archive_member(path, [&](const std::string& name, struct archive* a) {
+    auto it = member_job.find(name);
+    if (it == member_job.end()) return;
+    State& s = st[it->second];
+    InputSummary sum;
+    sum.path = path + "!" + name;
+    read_member(a, name, static_cast<uint32_t>(s.inputs.size()), matcher, ao, *s.corr, sum);
+    s.inputs.push_back(sum);
+  });
+  std::string archive_error = archive.ok() ? "" : archive.message();
   for (size_t i = 0; i < jobs.size(); ++i) {
     st[i].corr->set_inputs(st[i].inputs);
     Diagnosis d = st[i].corr->finish();

@@ -538,6 +538,46 @@ std::vector<Member> three_jobs() {
 }
 }  // namespace
 
+TEST_CASE("reliability: diagnose reads a tar or zip member by member, as it reads the unpacked files") {
+  Fixture f;
+  // rank3.log has no rank prefix: its rank comes from the member's name, as a file's from its path.
+  std::vector<Member> job = {{"job/rank0.log", timeout(0, 9)},
+                             {"job/rank3.log", "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB.\n"},
+                             {"job/rank1.log", timeout(1, 9)}};
+  for (const auto& m : job) f.dir.write("unpacked/" + m.name, m.text);
+  JobResult unpacked = f.run_paths({f.dir.path() + "/unpacked"});
+  REQUIRE(unpacked.diagnosis.entry);
+  REQUIRE(unpacked.diagnosis.initiating.rank == 3);
+  for (auto [format, filter, name] : {std::tuple{"ustar", "gzip", "job.tar.gz"}, {"ustar", "none", "job.tar"},
+                                      {"zip", "none", "job.zip"}, {"ustar", "zstd", "job-without-a-suffix"}}) {
+    INFO(name);
+    JobResult r = f.run_paths({f.dir.write(name, make_archive(job, format, filter))});
+    CHECK(r.problems.empty());
+    REQUIRE(r.diagnosis.entry);
+    CHECK(r.diagnosis.entry->id == unpacked.diagnosis.entry->id);
+    CHECK(r.diagnosis.initiating.rank == 3);
+    REQUIRE(r.diagnosis.inputs.size() == 3);
+    CHECK(r.diagnosis.inputs[1].path == f.dir.path() + "/" + name + "!job/rank3.log");  // archive order
+    CHECK(r.diagnosis.inputs[1].lines == 1);
+  }
+  // A cut tar.gz: the members before the cut are read whole, the cut one up to the damage.
+  std::string tgz = make_archive(three_jobs(), "ustar", "gzip");
+  JobResult cut = f.run_paths({f.dir.write("cut.tar.gz", tgz.substr(0, tgz.size() * 5 / 6))});
+  REQUIRE(cut.diagnosis.inputs.size() == 3);
+  CHECK(cut.diagnosis.inputs[0].error.empty());
+  CHECK(cut.diagnosis.inputs[1].error.empty());
+  CHECK_FALSE(cut.diagnosis.inputs[2].error.empty());
+  CHECK(cut.diagnosis.inputs[2].lines > 0);
+  CHECK(cut.diagnosis.verdict == "diagnosed");
+  REQUIRE(cut.problems.size() == 1);
+  CHECK(cut.problems[0].path == f.dir.path() + "/cut.tar.gz!job-c/rank0.log");
+  // An archive with no file: nothing to diagnose, and the reason names it.
+  JobResult empty = f.run_paths({f.dir.write("empty.tar", make_archive({}, "ustar", "none"))});
+  CHECK(empty.diagnosis.verdict == "error");
+  REQUIRE(empty.problems.size() == 1);
+  CHECK(empty.problems[0].reason == "the archive holds no file");
+}
+
 TEST_CASE("reliability: triage keeps the good members of an archive with a corrupt one") {
   test::TempDir dir;
   std::string zip = make_archive(three_jobs(), "zip", "none");

@@ -8,6 +8,7 @@
 
 #include "firstfault/triage/triage.h"
 #include "firstfault/util/line_template.h"
+#include "firstfault/reader/archive.h"
 #include "test_support.h"
 
 using namespace firstfault;

@@ -9,6 +9,9 @@
 #include "firstfault/matcher/matcher.h"
 #include "firstfault/reader/input.h"
 #include "firstfault/signatures/library.h"
+#include "firstfault/util/result.h"
+
+struct archive;
 
 namespace firstfault {
 
@@ -35,6 +38,11 @@ JobResult analyze_job(const std::vector<InputSource>& inputs, const Matcher& mat
 // Expands, then analyses. With nothing to diagnose, every path in `paths` that yielded nothing
 // has a problem naming it and the reason (a directory with no file to read, too).
 JobResult analyze_paths(const std::vector<std::string>& paths, const Matcher& matcher, const AnalyzeOptions& options);
+
+// Reads the archive member libarchive is positioned at into `corr` as input `index` of a job;
+// `name` is its path inside the archive, which gives its rank as a file's path does.
+Status read_member(struct archive* a, const std::string& name, uint32_t index, const Matcher& matcher,
+                   const AnalyzeOptions& options, Correlator& corr, InputSummary& summary);
 
 // Whether no input yielded a single line (every one failed before its first line; true for
 // none). A truncated input still has a partial diagnosis worth reporting; this does not.

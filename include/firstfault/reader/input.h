@@ -7,9 +7,12 @@
 namespace firstfault {
 
 struct InputSource {
-  std::string path;       // as given or found; "-" for stdin
+  std::string path;       // as given or found; "-" for stdin; "ARCHIVE!MEMBER" for an archive member
   bool is_stdin = false;
   size_t origin = 0;      // which of the paths given to expand_inputs() it came from
+  bool named = false;     // given itself, not found in a directory or an archive
+  std::string archive;    // for an archive member (reader/archive.h): the archive's path
+  std::string member;     // and the member's name as stored in it
 };
 
 struct InputProblem {

@@ -50,11 +50,8 @@ struct JobSpec {
 };
 
 std::vector<JobSpec> discover_jobs(const TriageOptions& o, std::vector<JobRecord>& errors);
-// An archive member's name as `tar` and `zip` may store it, made relative: "./job-a/rank0.log"
-// (`tar -C top -czf x.tgz .`) and "/job-a/rank0.log" both become "job-a/rank0.log".
-std::string normalize_member_name(const std::string& name);
 // The folder an archive's jobs are found in ("top/", or "" for the archive's own root), from its
-// normalized member names: when every member lies in one top folder that holds folders, the
+// member names made relative (normalize_member_name(), reader/archive.h): when every member lies in one top folder that holds folders, the
 // archive was made as `tar czf x.tgz top/` and that folder plays the directory triage is given.
 // A top folder of files only is one job's folder (`tar czf job-17.tgz job-17/`) and stays a job.
 std::string archive_root(const std::vector<std::string>& names);
