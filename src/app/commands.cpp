@@ -41,12 +41,20 @@ bool want_color(const std::string& mode) {
   return ::isatty(STDOUT_FILENO) == 1;
 }
 
+void report_inputs(const JobResult& r, bool verbose, const std::function<std::string(const std::string&)>& shown) {
+  for (const auto& p : r.problems) fmt::print(stderr, "firstfault: {}: {}\n", shown(p.path), shown(p.reason));
+  for (const auto& s : r.skipped) {
+    bool said = std::any_of(r.problems.begin(), r.problems.end(), [&](const InputProblem& p) { return p.path == s.path; });
+    if ((s.named || verbose) && !said) fmt::print(stderr, "firstfault: {}: skipped: {}\n", shown(s.path), s.reason);
+  }
+}
+
 void report_nothing_to_diagnose(const std::vector<std::string>& paths,
                                 const std::function<std::string(const std::string&)>& shown) {
   constexpr size_t kNamed = 3;  // a directory's worth of paths would bury the message
   std::string named;
   for (size_t i = 0; i < std::min(paths.size(), kNamed); ++i) named += (i ? ", " : "") + shown(paths[i]);
-  if (paths.empty()) named = "stdin";
+  if (paths.empty() || (paths.size() == 1 && paths[0] == "-")) named = "stdin";
   if (paths.size() > kNamed) named += fmt::format(" and {} more", paths.size() - kNamed);
   fmt::print(stderr, "firstfault: nothing to diagnose: no line could be read from {} (the reasons are above)\n", named);
 }
@@ -113,7 +121,7 @@ int run_diagnose(const DiagnoseOptions& o, std::ostream& out) {
   if (redact) redact_diagnosis(r.diagnosis, redactor);
   neutralize_diagnosis(r.diagnosis);
   auto shown = [&](const std::string& s) { return safe_line(redact ? redactor.mask(s) : s); };
-  for (const auto& p : r.problems) fmt::print(stderr, "firstfault: {}: {}\n", shown(p.path), shown(p.reason));
+  report_inputs(r, o.verbose, shown);
   if (r.interrupted) return kExitInterrupted;
   // Nothing to show only when no input yielded a single line; a truncated file still has a
   // (partial) diagnosis worth printing.
@@ -139,7 +147,7 @@ int run_diagnose(const DiagnoseOptions& o, std::ostream& out) {
     out << render_text(r.diagnosis, *lib, style);
   }
   out.flush();
-  if (!r.problems.empty()) return kExitUsage;
+  if (!r.problems.empty() || nothing) return kExitUsage;
   return exit_code_for(r.diagnosis, *fail_on);
 }
 

@@ -1,6 +1,7 @@
 #include "firstfault/app/pipeline.h"
 
 #include <fcntl.h>
+#include <fmt/format.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -70,13 +71,20 @@ bool parallel_candidate(const InputSource& in, uint64_t& size) {
   if (size < kParallelMinBytes) return false;
   int fd = ::open(in.path.c_str(), O_RDONLY | O_CLOEXEC);
   if (fd < 0) return false;
-  unsigned char head[6] = {0};
-  ssize_t n = ::pread(fd, head, sizeof head, 0);
+  // The first block, as read_input() would read it: a binary file is skipped there, not split.
+  std::string block(kBinaryProbeBytes, '\0');
+  ssize_t n = ::pread(fd, block.data(), block.size(), 0);
   ::close(fd);
-  if (n < 4) return false;
+  if (n < 4 || binary_marker(std::string_view(block.data(), static_cast<size_t>(n)))) return false;
+  const auto* head = reinterpret_cast<const unsigned char*>(block.data());
   bool compressed = (head[0] == 0x1f && head[1] == 0x8b) || (head[0] == 0x28 && head[1] == 0xb5) ||
                     (head[0] == 0xfd && head[1] == '7') || (head[0] == 'B' && head[1] == 'Z' && head[2] == 'h');
   return !compressed;
+}
+
+// Binary content is skipped, not read (ReadStats::binary_at): the input says so, not as an error.
+void note_binary(const ReadStats& stats, InputSummary& s) {
+  if (stats.binary_at) s.skipped = fmt::format("binary file (NUL byte at offset {})", *stats.binary_at);
 }
 
 // Reads one input into `corr`; with `split`, a large plain file (parallel_candidate()), on
@@ -136,6 +144,7 @@ void analyze_input(const InputSource& in, uint32_t index, const Matcher& matcher
   Status st = read_input(in, sink, stats);
   s.bytes = stats.bytes;
   s.compression = stats.compression;
+  note_binary(stats, s);
   if (!st.ok()) {
     s.error = st.message();
     problems.push_back({in.path, st.message()});
@@ -235,6 +244,7 @@ Status read_member(struct archive* a, const std::string& name, uint32_t index, c
   ReadStats stats;
   Status s = read_archive_member(a, feed, stats);
   summary.bytes = stats.bytes;
+  note_binary(stats, summary);
   if (!s.ok()) summary.error = s.message();
   return s;
 }
@@ -278,6 +288,8 @@ JobResult analyze_job(const std::vector<InputSource>& inputs, const Matcher& mat
     ++i;
   }
   if (g_interrupted.load()) result.interrupted = true;
+  for (size_t i = 0; i < inputs.size(); ++i)
+    if (!summaries[i].skipped.empty()) result.skipped.push_back({inputs[i].path, summaries[i].skipped, inputs[i].named});
   bool nothing_read = read_nothing(summaries);
   corr.set_inputs(std::move(summaries));
   result.diagnosis = corr.finish();
@@ -288,19 +300,31 @@ JobResult analyze_job(const std::vector<InputSource>& inputs, const Matcher& mat
 namespace {
 
 // When no input yielded a line, every given path says why: a missing path or an unreadable
-// file has its reason already; a directory that held nothing to read gets one here.
+// file has its reason already; a named binary file's skip becomes its error, and a directory or
+// an archive that held nothing to read, or only binary files, gets a reason here.
 void explain_nothing_read(const std::vector<std::string>& paths, const std::vector<InputSource>& inputs, JobResult& r) {
   for (size_t k = 0; k < paths.size(); ++k) {
     bool explained = std::any_of(r.problems.begin(), r.problems.end(), [&](const InputProblem& p) { return p.path == paths[k]; });
-    bool found = false;
-    for (size_t i = 0; i < inputs.size(); ++i)
-      if (inputs[i].origin == k) {
-        found = true;
-        explained = explained || !r.diagnosis.inputs[i].error.empty();
-      }
-    if (explained || found) continue;
+    size_t found = 0, skipped = 0;
+    InputSummary* itself = nullptr;  // the path's own input, when it is a file
+    for (size_t i = 0; i < inputs.size(); ++i) {
+      if (inputs[i].origin != k) continue;
+      InputSummary& row = r.diagnosis.inputs[i];
+      ++found;
+      skipped += !row.skipped.empty();
+      explained = explained || !row.error.empty();
+      if (inputs[i].named) itself = &row;
+    }
+    if (explained) continue;
+    InputProblem p{paths[k], ""};
+    if (itself) {
+      p.reason = itself->error = itself->skipped;
+      r.problems.push_back(p);
+      continue;
+    }
     std::error_code ec;
-    InputProblem p{paths[k], fs::is_directory(paths[k], ec) ? "no file to read in this directory" : "the archive holds no file"};
+    if (found == 0) p.reason = fs::is_directory(paths[k], ec) ? "no file to read in this directory" : "the archive holds no file";
+    else p.reason = only_binary_files(skipped);
     r.problems.push_back(p);
     r.diagnosis.inputs.push_back({p.path, 0, 0, 0, "", p.reason});
   }
@@ -314,12 +338,15 @@ JobResult analyze_paths(const std::vector<std::string>& paths, const Matcher& ma
   JobResult r = analyze_job(inputs, matcher, options);
   r.problems.insert(r.problems.begin(), problems.begin(), problems.end());
   for (const auto& p : problems) r.diagnosis.inputs.push_back({p.path, 0, 0, 0, "", p.reason});
-  if (r.diagnosis.verdict == "error") explain_nothing_read(paths, inputs, r);
+  if (r.diagnosis.verdict == "error") explain_nothing_read(paths.empty() ? std::vector<std::string>{"-"} : paths, inputs, r);
   return r;
 }
 
+std::string only_binary_files(uint64_t skipped) { return fmt::format("only binary files here ({} skipped)", skipped); }
+
 bool read_nothing(const std::vector<InputSummary>& inputs) {
-  return std::all_of(inputs.begin(), inputs.end(), [](const InputSummary& in) { return !in.error.empty() && in.lines == 0; });
+  return std::all_of(inputs.begin(), inputs.end(),
+                     [](const InputSummary& in) { return in.lines == 0 && (!in.error.empty() || !in.skipped.empty()); });
 }
 
 }  // namespace firstfault

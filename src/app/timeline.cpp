@@ -31,7 +31,7 @@ int run_timeline(const TimelineOptions& o, std::ostream& out) {
   if (redact) redact_diagnosis(r.diagnosis, redactor);
   neutralize_diagnosis(r.diagnosis);  // as diagnose: the JSON is often echoed into CI logs
   auto shown = [&](const std::string& s) { return safe_line(redact ? redactor.mask(s) : s); };
-  for (const auto& p : r.problems) fmt::print(stderr, "firstfault: {}: {}\n", shown(p.path), shown(p.reason));
+  report_inputs(r, /*verbose=*/false, shown);
   if (r.interrupted) return kExitInterrupted;
   const Diagnosis& d = r.diagnosis;
   if (d.verdict == "error") {  // no input yielded a line: no timeline to show
@@ -72,6 +72,7 @@ int run_timeline(const TimelineOptions& o, std::ostream& out) {
                        safe_line(truncate_utf8(ex.last_line, 100)));
   }
   if (d.ranks.empty()) out << "(no line in the input names a rank)\n";
+  if (d.skipped_inputs) out << fmt::format("({} binary file(s) skipped)\n", d.skipped_inputs);
   if (d.entry)
     out << fmt::format("\n{}: initiating rank {} — {}\n", d.entry->id,
                        d.initiating.rank ? std::to_string(*d.initiating.rank) : "unknown", d.initiating.reason);

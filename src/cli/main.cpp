@@ -75,7 +75,7 @@ int main(int argc, char** argv) {
   diag->add_option("--color", dopt.color, "Colour: auto, always, never")->check(CLI::IsMember({"auto", "always", "never"}));
   diag->add_option("--rank-from", dopt.rank_from, "Regex with one capture group that takes the rank from a file path")
       ->type_name("REGEX");
-  diag->add_flag("-v,--verbose", dopt.verbose, "Show all evidence and every rank's last line");
+  diag->add_flag("-v,--verbose", dopt.verbose, "Show all evidence and every rank's last line; name skipped binary files on stderr");
   add_common(diag);
 
   CheckOptions copt;

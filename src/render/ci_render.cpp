@@ -123,8 +123,7 @@ std::vector<std::string> report_lines(const Diagnosis& d, bool with_title) {
     if (with_title) out.push_back("No failure found");
     out.push_back("No error line and no known failure signature in the input.");
   }
-  out.push_back(
-      fmt::format("Read {} line(s), {} byte(s) from {} input(s).", d.total_lines, d.total_bytes, d.inputs.size()));
+  out.push_back(read_summary(d));
   return out;
 }
 
@@ -325,7 +324,8 @@ std::string render_markdown(const Diagnosis& d, const Library& lib, const CiRend
     for (const InputSummary* in : failed)
       out += "- " + md_code(safe_line(in->path)) + ": " + md_escape(safe_line(in->error)) + "\n";
   }
-  std::string note = fmt::format("read {} line(s) from {} input(s)", d.total_lines, d.inputs.size());
+  std::string note = fmt::format("read {} line(s) from {} input(s)", d.total_lines, d.inputs.size() - d.skipped_inputs);
+  if (d.skipped_inputs) note += fmt::format("; {} binary file(s) skipped", d.skipped_inputs);
   if (o.redacted) note += "; " + redaction_note(o);
   out += fmt::format("\n<sub>firstfault {} · {}</sub>\n", FIRSTFAULT_VERSION, note);
   return out;

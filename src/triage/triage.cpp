@@ -44,6 +44,7 @@ JobRecord record_of(const std::string& job, const Diagnosis& d) {
   r.rank = d.initiating.rank;
   if (d.first_error) r.first_error = d.first_error->text;
   for (const auto& in : d.inputs) r.bytes += in.bytes;
+  r.skipped = d.skipped_inputs;
   return r;
 }
 
@@ -70,6 +71,21 @@ void finish_output(JobOutput& o, Redactor* r, bool want_json, const Library& lib
     o.line = j.dump(-1, ' ', false, json::error_handler_t::replace);
   }
   o.diagnosis.reset();
+}
+
+// Analyses a job of files (a directory's, or one given file). They count as found, not named: a
+// binary one is counted in the summary, not reported.
+void run_files(const JobSpec& spec, const Matcher& matcher, const AnalyzeOptions& ao, JobOutput& res) {
+  std::vector<InputSource> inputs;
+  for (const auto& f : spec.files) inputs.push_back({f, false});
+  JobResult r = analyze_job(expand_archives(std::move(inputs)), matcher, ao);
+  // As in diagnose: verdict "error" only when no input yielded a line; a truncated file keeps
+  // its partial verdict (the summary lists it as read partially).
+  JobRecord rec = record_of(spec.id, r.diagnosis);
+  if (!r.problems.empty()) rec.error = r.problems.front().path + ": " + r.problems.front().reason;
+  else if (rec.verdict == "error") rec.error = only_binary_files(rec.skipped);
+  res.rec = std::move(rec);
+  if (res.rec.verdict != "error") res.diagnosis = std::move(r.diagnosis);
 }
 
 // Analyses the jobs of one archive in a single pass over it.
@@ -105,6 +121,7 @@ void run_archive(const std::vector<const JobSpec*>& jobs, const Matcher& matcher
     // Nothing at all was read: an error row. Something was read: the partial verdict, plus the error.
     if (read_nothing(d.inputs)) {
       rec.verdict = "error";
+      if (rec.error.empty() && rec.skipped) rec.error = only_binary_files(rec.skipped);
       if (rec.error.empty()) rec.error = archive_error.empty() ? "no member of this job could be read" : archive_error;
     }
     results[slots[i]] = std::make_unique<JobOutput>();
@@ -123,6 +140,7 @@ struct Summary {
   size_t jobs = 0, diagnosed = 0, unrecognized = 0, clean = 0, errors = 0;
   size_t partial = 0;  // jobs with a verdict whose inputs could not all be read completely
   uint64_t bytes = 0;
+  uint64_t skipped = 0;  // binary files not read, in all jobs
   struct Group {
     std::string id, title, severity, category;
     size_t count = 0;
@@ -144,6 +162,7 @@ class SummaryBuilder {
   void add(const JobRecord& r) {
     ++s_.jobs;
     s_.bytes += r.bytes;
+    s_.skipped += r.skipped;
     if (r.verdict != "error" && !r.error.empty()) {  // read partially: counted by its verdict, listed here too
       ++s_.partial;
       s_.error_rows.push_back({r.job, "read partially (the verdict is from what was read): " + r.error});
@@ -206,7 +225,7 @@ json summary_json(const Summary& s) {
                         {"example_line", sanitize_utf8(c.example_line)}});
   for (const auto& [j, e] : s.error_rows) errors.push_back({{"job", j}, {"error", e}});
   return {{"type", "summary"},  {"jobs", s.jobs},     {"diagnosed", s.diagnosed}, {"unrecognized", s.unrecognized},
-          {"clean", s.clean},   {"errors", s.errors}, {"partial", s.partial}, {"bytes", s.bytes},         {"failures", groups},
+          {"clean", s.clean},   {"errors", s.errors}, {"partial", s.partial}, {"bytes", s.bytes},         {"skipped_binary", s.skipped}, {"failures", groups},
           {"unrecognized_clusters", clusters}, {"error_rows", errors}};
 }
 
@@ -230,8 +249,8 @@ void render_summary(const Summary& s, const TriageOptions& o, std::ostream& out)
   bool md = o.format == "markdown";
   auto pct = [&](size_t n) { return s.jobs ? 100.0 * static_cast<double>(n) / static_cast<double>(s.jobs) : 0.0; };
   if (md) out << "# firstfault triage\n\n";
-  out << fmt::format("{} job(s): {} diagnosed, {} unrecognized, {} clean, {} error(s)\n\n", s.jobs, s.diagnosed,
-                     s.unrecognized, s.clean, s.errors);
+  out << fmt::format("{} job(s): {} diagnosed, {} unrecognized, {} clean, {} error(s){}\n\n", s.jobs, s.diagnosed,
+                     s.unrecognized, s.clean, s.errors, s.skipped ? fmt::format("; {} binary file(s) skipped", s.skipped) : "");
   if (!o.unknown_only && !s.groups.empty()) {
     if (md) out << "| count | share | severity | entry | title | examples |\n|---:|---:|---|---|---|---|\n";
     else out << fmt::format("{:>6} {:>6}  {:<9} {:<44} {}\n", "count", "share", "severity", "entry", "example jobs");
@@ -280,7 +299,10 @@ JobRecord record_of_json(const json& j) {
   }
   if (j.contains("first_error") && j["first_error"].is_object()) r.first_error = j["first_error"].value("text", "");
   if (j.contains("inputs") && j["inputs"].is_array())
-    for (const auto& in : j["inputs"]) r.bytes += in.value("bytes", 0ull);
+    for (const auto& in : j["inputs"]) {
+      r.bytes += in.value("bytes", 0ull);
+      r.skipped += in.contains("skipped");
+    }
   return r;
 }
 
@@ -468,16 +490,7 @@ int run_triage(const TriageOptions& o, std::ostream& out) {
           if (auto e = disc_err.find(spec.id); e != disc_err.end() && spec.files.empty()) {
             res.rec = e->second;
           } else {
-            JobResult r = analyze_paths(spec.files, matcher, ao);
-            JobRecord rec = record_of(spec.id, r.diagnosis);
-            if (!r.problems.empty()) {
-              // As in diagnose: an error row only when no input yielded a line; a truncated
-              // file keeps its partial verdict (the summary lists it as read partially).
-              rec.error = r.problems.front().path + ": " + r.problems.front().reason;
-              if (read_nothing(r.diagnosis.inputs)) rec.verdict = "error";
-            }
-            res.rec = std::move(rec);
-            if (res.rec.verdict != "error") res.diagnosis = std::move(r.diagnosis);
+            run_files(spec, matcher, ao, res);
           }
           if (!redact) finish_output(res, nullptr, want_json, lib);
         }

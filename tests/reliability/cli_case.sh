@@ -153,11 +153,41 @@ YAML
   random_binary)
     head -c $(( 8 * 1024 * 1024 )) /dev/urandom > "$tmp/random.bin"
     printf 'x' | dd of="$tmp/random.bin" bs=1 count=1 conv=notrunc 2>/dev/null  # never a compression magic
+    # Random bytes hold a NUL in their first 64 KiB: a binary file, skipped; named alone, that
+    # leaves nothing to diagnose.
     run diagnose --format json "$tmp/random.bin"
-    expect_rc 1; expect_out '"bytes": 8388608'; expect_no_err
-    run diagnose "$tmp/random.bin"
+    expect_rc 2; expect_err "firstfault: $tmp/random.bin: binary file (NUL byte at offset "
+    [ ! -s "$tmp/out" ] || fail "stdout not empty for a skipped binary file"
+    # Without NUL bytes they are text: read to the end, and they cannot drive the terminal.
+    tr -d '\000' < "$tmp/random.bin" > "$tmp/noise.txt"
+    run diagnose --format json "$tmp/noise.txt"
+    expect_rc 1; expect_out "\"bytes\": $(stat -c %s "$tmp/noise.txt")"; expect_no_err
+    run diagnose "$tmp/noise.txt"
     expect_rc 1
     ! grep -q $'\x1b' "$tmp/out" || fail "log bytes reached the terminal as escape sequences" ;;
+  binary_files)
+    # Binary files (a NUL byte in the first 64 KiB) are skipped as ripgrep skips them: found in a
+    # directory, noted with -v and counted; named on the command line, noted always.
+    mkdir -p "$tmp/jobs/run" "$tmp/jobs/other"
+    oom 1 > "$tmp/jobs/run/rank1.log"; timeout_line 0 > "$tmp/jobs/other/rank0.log"
+    printf '\x10\x5c\0\0\0\0\0\0{"w": {}}' > "$tmp/jobs/run/model.safetensors"
+    run diagnose "$tmp/jobs/run"
+    expect_rc 0; expect_no_err; expect_out "Note: 1 binary file(s) skipped"
+    run diagnose -v "$tmp/jobs/run"
+    expect_rc 0; expect_err "firstfault: $tmp/jobs/run/model.safetensors: skipped: binary file (NUL byte at offset 2)"
+    run diagnose --format json "$tmp/jobs/run"
+    expect_rc 0; expect_no_err; expect_out '"skipped": "binary file (NUL byte at offset 2)"'
+    run diagnose "$tmp/jobs/run/model.safetensors" "$tmp/jobs/run/rank1.log"
+    expect_rc 0; expect_err "firstfault: $tmp/jobs/run/model.safetensors: skipped: binary file"; expect_out "[cuda-oom]"
+    run diagnose "$tmp/jobs/run/model.safetensors"
+    expect_rc 2; expect_err "firstfault: $tmp/jobs/run/model.safetensors: binary file (NUL byte at offset 2)"
+    expect_err "nothing to diagnose"
+    "$bin" < "$tmp/jobs/run/model.safetensors" > "$tmp/out" 2> "$tmp/err"; rc=$?  # stdin is named too
+    expect_rc 2; expect_err "firstfault: -: binary file (NUL byte at offset 2)"; expect_err "from stdin"
+    run timeline "$tmp/jobs/run"
+    expect_rc 0; expect_no_err; expect_out "(1 binary file(s) skipped)"
+    run triage --no-progress "$tmp/jobs"
+    expect_rc 0; expect_out "2 job(s): 2 diagnosed, 0 unrecognized, 0 clean, 0 error(s); 1 binary file(s) skipped" ;;
   nothing_to_diagnose)
     # No input yielded a line: an error (exit 2) naming each input and its reason, in every
     # format and command; never a "no failure found" verdict. stdout holds no result for text

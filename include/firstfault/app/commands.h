@@ -13,6 +13,8 @@
 
 namespace firstfault {
 
+struct JobResult;  // app/pipeline.h
+
 // Exit codes (docs: README "Exit codes").
 inline constexpr int kExitDiagnosed = 0;
 inline constexpr int kExitUnrecognized = 1;
@@ -87,9 +89,13 @@ struct Engine {
 // every message to stderr and returns nullptr (the caller exits 2).
 std::unique_ptr<Engine> load_engine(const CommonOptions& o);
 
+// Each input problem on stderr, then each binary input skipped: always when it was named itself
+// (as ripgrep does), with `verbose` also those found in a directory or an archive. `shown` makes
+// a path safe to print (masked with --redact).
+void report_inputs(const JobResult& r, bool verbose, const std::function<std::string(const std::string&)>& shown);
+
 // The last stderr line of a run whose inputs yielded no line at all (each input's reason is
 // printed before it): there is nothing to diagnose, so stdout stays empty and the exit code is 2.
-// `shown` makes a path safe to print (masked with --redact).
 void report_nothing_to_diagnose(const std::vector<std::string>& paths,
                                 const std::function<std::string(const std::string&)>& shown);
 

@@ -22,16 +22,24 @@ struct AnalyzeOptions {
   std::shared_ptr<const CorrelatorTables> tables;
 };
 
+// An input not read on purpose: binary content (InputSummary::skipped). Not an error.
+struct SkippedInput {
+  std::string path;
+  std::string reason;
+  bool named = false;  // given itself: the CLI says so on stderr, as ripgrep does; found ones with -v
+};
+
 struct JobResult {
   Diagnosis diagnosis;
   std::vector<InputProblem> problems;  // unreadable/missing/truncated inputs (the rest was still analysed)
+  std::vector<SkippedInput> skipped;   // binary inputs, in input order
   bool interrupted = false;
 };
 
 // Set by the CLI's SIGINT handler; the pipeline stops at the next block.
 extern std::atomic<bool> g_interrupted;
 
-// The verdict is "error" when no input yielded a line (none at all, or every one unreadable):
+// The verdict is "error" when no input yielded a line (none at all, every one unreadable or binary):
 // there is nothing to diagnose, and the inputs and problems say why.
 JobResult analyze_job(const std::vector<InputSource>& inputs, const Matcher& matcher, const AnalyzeOptions& options);
 
@@ -44,8 +52,12 @@ JobResult analyze_paths(const std::vector<std::string>& paths, const Matcher& ma
 Status read_member(struct archive* a, const std::string& name, uint32_t index, const Matcher& matcher,
                    const AnalyzeOptions& options, Correlator& corr, InputSummary& summary);
 
-// Whether no input yielded a single line (every one failed before its first line; true for
-// none). A truncated input still has a partial diagnosis worth reporting; this does not.
+// "only binary files here (3 skipped)": why a job, a directory or an archive gave nothing.
+std::string only_binary_files(uint64_t skipped);
+
+// Whether no input yielded a single line (every one failed before its first line or was skipped
+// as binary; true for none). A truncated input still has a partial diagnosis worth reporting;
+// this does not.
 bool read_nothing(const std::vector<InputSummary>& inputs);
 
 }  // namespace firstfault

@@ -55,6 +55,7 @@ struct InputSummary {
   uint64_t long_lines = 0;  // lines longer than the matching cap (kept head only)
   std::string compression;
   std::string error;        // empty when the input was read completely
+  std::string skipped;      // why it was not read, when on purpose: "binary file (NUL byte at offset 8)"
 };
 
 struct RankDecision {
@@ -102,6 +103,7 @@ struct Diagnosis {
   Limits limits;
   uint64_t total_lines = 0;
   uint64_t total_bytes = 0;
+  uint64_t skipped_inputs = 0;  // inputs not read on purpose (binary files); counted in `inputs` too
 };
 
 }  // namespace firstfault

@@ -30,6 +30,10 @@ std::string first_error_label(const Evidence& e);
 // failure's guess from error lines (Diagnosis::suspect); log text in it is made safe.
 std::string suspect_label(const RankDecision& s);
 
+// "Read 12 line(s), 3400 byte(s) from 2 input(s); 3 binary file(s) skipped." (binary files are
+// not counted as inputs read).
+std::string read_summary(const Diagnosis& d);
+
 // JSON text that stays valid whatever bytes the log held.
 std::string dump_json(const nlohmann::json& j, int indent = 2);
 

@@ -38,6 +38,7 @@ struct JobRecord {
   std::string first_error;  // first error-looking line, for clustering unrecognised jobs
   std::string error;        // set when the job could not be read
   uint64_t bytes = 0;
+  uint64_t skipped = 0;     // binary files not read
 };
 
 // A job: a file, a directory of per-rank files, or a group of members of an archive.
