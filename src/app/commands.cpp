@@ -33,6 +33,16 @@ bool rank_from_ok(const std::string& regex) {
   return false;
 }
 
+std::shared_ptr<const PathFilter> path_filter_or_report(const FileChoice& files, bool& ok) {
+  ok = true;
+  if (files.globs.empty() && files.excludes.empty()) return nullptr;
+  Result<PathFilter> f = PathFilter::make(files.globs, files.excludes);
+  if (f.ok()) return std::make_shared<const PathFilter>(std::move(*f));
+  fmt::print(stderr, "firstfault: {}\n", f.error().message);
+  ok = false;
+  return nullptr;
+}
+
 bool want_color(const std::string& mode) {
   if (mode == "always") return true;
   if (mode == "never") return false;
@@ -106,13 +116,16 @@ int run_diagnose(const DiagnoseOptions& o, std::ostream& out) {
     fmt::print(stderr, "firstfault: unknown --fail-on '{}' ({})\n", o.fail_on, fail_on_choices());
     return kExitUsage;
   }
+  AnalyzeOptions ao;
+  ao.rank_from = o.rank_from;
+  if (!rank_from_ok(o.rank_from)) return kExitUsage;
+  bool filter_ok = true;
+  ao.filter = path_filter_or_report(o.files, filter_ok);
+  if (!filter_ok) return kExitUsage;
   auto engine = load_engine(o.common);
   if (!engine) return kExitUsage;
   const Library* lib = &engine->library;
   const Matcher& matcher = *engine->matcher;
-  AnalyzeOptions ao;
-  ao.rank_from = o.rank_from;
-  if (!rank_from_ok(o.rank_from)) return kExitUsage;
   JobResult r = analyze_paths(o.paths, matcher, ao);
   // Ingress: mask (when on) and defuse CI commands before anything is printed, stderr included,
   // so no renderer can leak or replay what the log held.

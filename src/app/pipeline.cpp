@@ -302,7 +302,8 @@ namespace {
 // When no input yielded a line, every given path says why: a missing path or an unreadable
 // file has its reason already; a named binary file's skip becomes its error, and a directory or
 // an archive that held nothing to read, or only binary files, gets a reason here.
-void explain_nothing_read(const std::vector<std::string>& paths, const std::vector<InputSource>& inputs, JobResult& r) {
+void explain_nothing_read(const std::vector<std::string>& paths, const std::vector<InputSource>& inputs, bool filtered,
+                          JobResult& r) {
   for (size_t k = 0; k < paths.size(); ++k) {
     bool explained = std::any_of(r.problems.begin(), r.problems.end(), [&](const InputProblem& p) { return p.path == paths[k]; });
     size_t found = 0, skipped = 0;
@@ -323,7 +324,8 @@ void explain_nothing_read(const std::vector<std::string>& paths, const std::vect
       continue;
     }
     std::error_code ec;
-    if (found == 0) p.reason = fs::is_directory(paths[k], ec) ? "no file to read in this directory" : "the archive holds no file";
+    if (found == 0 && filtered) p.reason = "no file here matches --glob/--exclude";
+    else if (found == 0) p.reason = fs::is_directory(paths[k], ec) ? "no file to read in this directory" : "the archive holds no file";
     else p.reason = only_binary_files(skipped);
     r.problems.push_back(p);
     r.diagnosis.inputs.push_back({p.path, 0, 0, 0, "", p.reason});
@@ -334,11 +336,13 @@ void explain_nothing_read(const std::vector<std::string>& paths, const std::vect
 
 JobResult analyze_paths(const std::vector<std::string>& paths, const Matcher& matcher, const AnalyzeOptions& options) {
   std::vector<InputProblem> problems;
-  auto inputs = expand_archives(expand_inputs(paths, problems));
+  const PathFilter* filter = options.filter.get();
+  auto inputs = expand_archives(expand_inputs(paths, problems, filter), filter);
   JobResult r = analyze_job(inputs, matcher, options);
   r.problems.insert(r.problems.begin(), problems.begin(), problems.end());
   for (const auto& p : problems) r.diagnosis.inputs.push_back({p.path, 0, 0, 0, "", p.reason});
-  if (r.diagnosis.verdict == "error") explain_nothing_read(paths.empty() ? std::vector<std::string>{"-"} : paths, inputs, r);
+  if (r.diagnosis.verdict == "error")
+    explain_nothing_read(paths.empty() ? std::vector<std::string>{"-"} : paths, inputs, filter && filter->active(), r);
   return r;
 }
 

@@ -18,12 +18,15 @@ namespace firstfault {
 
 int run_timeline(const TimelineOptions& o, std::ostream& out) {
   if (!rank_from_ok(o.rank_from)) return kExitUsage;
+  AnalyzeOptions ao;
+  ao.rank_from = o.rank_from;
+  bool filter_ok = true;
+  ao.filter = path_filter_or_report(o.files, filter_ok);
+  if (!filter_ok) return kExitUsage;
   auto engine = load_engine(o.common);
   if (!engine) return kExitUsage;
   const Library& lib = engine->library;
   const Matcher& matcher = *engine->matcher;
-  AnalyzeOptions ao;
-  ao.rank_from = o.rank_from;
   JobResult r = analyze_paths(o.paths, matcher, ao);
   // As in diagnose: masked once, before anything (stderr included) is printed, so both formats are covered.
   bool redact = o.redact.value_or(redacts_by_default(o.format));

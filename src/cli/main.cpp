@@ -13,6 +13,7 @@
 #include "firstfault/app/cli_docs.h"
 #include "firstfault/app/commands.h"
 #include "firstfault/app/pipeline.h"
+#include "firstfault/reader/path_filter.h"
 #include "firstfault/triage/triage.h"
 #include "firstfault/render/ci_render.h"
 #include "firstfault/watch/watch_command.h"
@@ -21,6 +22,19 @@ using namespace firstfault;
 
 namespace {
 void on_sigint(int) { g_interrupted.store(true); }
+
+// --glob and --exclude, for the commands that walk directories and open archives.
+void add_file_choice(CLI::App* sub, FileChoice& files) {
+  sub->add_option("--glob", files.globs, "Read only the files of a directory or archive whose path matches GLOB ('!GLOB' excludes)")
+      ->type_name("GLOB")
+      ->allow_extra_args(false)
+      ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
+  sub->add_option("--exclude", files.excludes, "Skip the files and folders of a directory or archive whose path matches GLOB")
+      ->type_name("GLOB")
+      ->allow_extra_args(false)
+      ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
+  sub->footer(kFileChoiceHelp);
+}
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -76,6 +90,7 @@ int main(int argc, char** argv) {
   diag->add_option("--rank-from", dopt.rank_from, "Regex with one capture group that takes the rank from a file path")
       ->type_name("REGEX");
   diag->add_flag("-v,--verbose", dopt.verbose, "Show all evidence and every rank's last line; name skipped binary files on stderr");
+  add_file_choice(diag, dopt.files);
   add_common(diag);
 
   CheckOptions copt;
@@ -113,6 +128,7 @@ int main(int argc, char** argv) {
       ->type_name("REGEX");
   RedactFlag timeline_redact;
   add_redact(timeline, timeline_redact, " (default: off)");
+  add_file_choice(timeline, topt.files);
   add_common(timeline);
 
   WatchOptions wopt;
@@ -158,6 +174,7 @@ int main(int argc, char** argv) {
   triage->add_flag("!--no-progress", tropt.progress, "No progress bar on stderr");
   RedactFlag triage_redact;
   add_redact(triage, triage_redact, " (default: on for markdown)");
+  add_file_choice(triage, tropt.files);
   add_common(triage);
 
   try {

@@ -1,5 +1,7 @@
 #include "firstfault/reader/archive.h"
 
+#include "firstfault/reader/path_filter.h"
+
 #include <archive.h>
 #include <archive_entry.h>
 
@@ -91,7 +93,7 @@ Status for_each_archive_member(const std::string& path,
   return Status::Ok();
 }
 
-std::vector<InputSource> expand_archives(std::vector<InputSource> inputs) {
+std::vector<InputSource> expand_archives(std::vector<InputSource> inputs, const PathFilter* filter) {
   std::vector<InputSource> out;
   for (auto& in : inputs) {
     bool archive = !in.is_stdin && in.archive.empty() &&
@@ -103,6 +105,7 @@ std::vector<InputSource> expand_archives(std::vector<InputSource> inputs) {
       continue;
     }
     for (const auto& m : members) {
+      if (filter && !filter->wants_path(normalize_member_name(m))) continue;
       InputSource member = in;
       member.path = in.path + "!" + normalize_member_name(m);
       member.named = false;

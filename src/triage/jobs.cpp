@@ -7,6 +7,7 @@
 #include <set>
 
 #include "firstfault/reader/archive.h"
+#include "firstfault/reader/path_filter.h"
 #include "firstfault/triage/triage.h"
 #include "firstfault/util/strings.h"
 
@@ -53,8 +54,23 @@ std::string job_key(const std::string& rel, int depth, const RE2* pattern) {
   return key;
 }
 
-void add_archive_jobs(const std::string& path, const TriageOptions& o, const RE2* pattern, std::vector<JobSpec>& jobs,
+// What triage looks for in the paths it is given.
+struct Search {
+  const TriageOptions& o;
+  const RE2* pattern;
+  const PathFilter* filter;
+  bool wants_member(const std::string& name) const { return !filter || filter->wants_path(name); }
+  std::string nothing_found(const char* otherwise) const {
+    return filter && filter->active() ? "no file here matches --glob/--exclude"
+           : pattern                  ? "no file here matches --job-pattern"
+                                      : otherwise;
+  }
+};
+
+void add_archive_jobs(const std::string& path, const Search& search, std::vector<JobSpec>& jobs,
                       std::vector<JobRecord>& errors) {
+  const TriageOptions& o = search.o;
+  const RE2* pattern = search.pattern;
   std::vector<std::string> members;
   std::string error;
   if (!list_archive_members(path, members, error)) {
@@ -63,10 +79,11 @@ void add_archive_jobs(const std::string& path, const TriageOptions& o, const RE2
   }
   std::vector<std::string> names;
   for (const auto& m : members) names.push_back(normalize_member_name(m));
+  auto wanted = [&](size_t i) { return search.wants_member(names[i]); };
   const std::string root = archive_root(names);
   std::map<std::string, JobSpec> by_key;
   for (size_t i = 0; i < members.size(); ++i) {
-    if (names[i].size() <= root.size()) continue;
+    if (names[i].size() <= root.size() || !wanted(i)) continue;
     std::string rel = names[i].substr(root.size());
     // --job-depth 0: the whole archive is one job, as a whole directory is.
     std::string key = o.job_depth == 0 && !pattern ? "" : job_key(rel, o.job_depth, pattern);
@@ -81,33 +98,39 @@ void add_archive_jobs(const std::string& path, const TriageOptions& o, const RE2
   if (!error.empty())
     errors.push_back(error_row(path, "archive is corrupt or truncated after " + std::to_string(members.size()) + " member(s): " + error));
   else if (by_key.empty())
-    errors.push_back(error_row(path, members.empty() ? "the archive holds no file" : "no member matches --job-pattern"));
+    errors.push_back(error_row(path, members.empty() ? "the archive holds no file" : search.nothing_found("the archive holds no file")));
 }
 
 // A directory: its files grouped into jobs by depth or pattern (sorted, symlink loops skipped).
-void add_directory_jobs(const std::string& p, const TriageOptions& o, const RE2* pattern, std::vector<JobSpec>& jobs,
+void add_directory_jobs(const std::string& p, const Search& search, std::vector<JobSpec>& jobs,
                         std::vector<JobRecord>& errors) {
+  const TriageOptions& o = search.o;
+  const RE2* pattern = search.pattern;
+  const PathFilter* filter = search.filter;
   std::map<std::string, JobSpec> by_key;
   std::set<std::string> seen_dirs;
   std::error_code ec;
   for (auto it = fs::recursive_directory_iterator(p, fs::directory_options::skip_permission_denied, ec);
        !ec && it != fs::recursive_directory_iterator(); it.increment(ec)) {
     std::error_code sec;
-    if (it->is_directory(sec)) {
-      auto canon = fs::canonical(it->path(), sec);
-      if (!sec && !seen_dirs.insert(canon.string()).second) it.disable_recursion_pending();
-      continue;
-    }
-    if (!it->is_regular_file(sec) && !it->is_fifo(sec)) continue;
     // Lexically: fs::relative() resolves symlinks, so a symlinked rank log became "../.." and
     // was skipped as hidden.
     std::string rel = it->path().lexically_relative(p).generic_string();
+    if (it->is_directory(sec)) {
+      auto canon = fs::canonical(it->path(), sec);
+      bool excluded = filter && !filter->wants_dir(rel);
+      if (excluded || (!sec && !seen_dirs.insert(canon.string()).second)) it.disable_recursion_pending();
+      continue;
+    }
+    if (!it->is_regular_file(sec) && !it->is_fifo(sec)) continue;
     if (!rel.empty() && (rel[0] == '.' || rel.find("/.") != std::string::npos)) continue;
     std::string file = it->path().string();
+    // An archive is a container: only excludes apply to it, includes to its members.
+    if (filter && !(looks_like_archive_name(rel) ? filter->wants_archive(rel) : filter->wants_file(rel))) continue;
     std::string key = o.job_depth == 0 && !pattern ? "" : job_key(rel, o.job_depth, pattern);
     if (key.empty() && (pattern || o.job_depth != 0)) continue;
     if (looks_like_archive_name(file) && key == rel) {
-      add_archive_jobs(file, o, pattern, jobs, errors);
+      add_archive_jobs(file, search, jobs, errors);
       continue;
     }
     std::string id = key.empty() ? p : (fs::path(p) / key).string();
@@ -144,10 +167,11 @@ bool in_shard(const std::string& job, unsigned index, unsigned count) {
   return h % count == index - 1;
 }
 
-std::vector<JobSpec> discover_jobs(const TriageOptions& o, std::vector<JobRecord>& errors) {
+std::vector<JobSpec> discover_jobs(const TriageOptions& o, const PathFilter* filter, std::vector<JobRecord>& errors) {
   std::vector<JobSpec> jobs;
   std::unique_ptr<RE2> pattern;
   if (!o.job_pattern.empty()) pattern = std::make_unique<RE2>(o.job_pattern, RE2::Quiet);
+  const Search search{o, pattern.get(), filter};
   for (const auto& p : o.paths) {
     std::error_code ec;
     auto st = fs::status(p, ec);
@@ -157,17 +181,17 @@ std::vector<JobSpec> discover_jobs(const TriageOptions& o, std::vector<JobRecord
     }
     size_t jobs_before = jobs.size(), errors_before = errors.size();
     if (fs::is_directory(st)) {
-      add_directory_jobs(p, o, pattern.get(), jobs, errors);
+      add_directory_jobs(p, search, jobs, errors);
     } else {
       if (looks_like_archive_name(p) || reads_as_archive(p)) {
-        add_archive_jobs(p, o, pattern.get(), jobs, errors);
+        add_archive_jobs(p, search, jobs, errors);
       } else {
         jobs.push_back({p, {p}, "", "", {}});
       }
     }
     // A path that yielded no job is an error row, never silence (an archive names its own reason).
     if (jobs.size() == jobs_before && errors.size() == errors_before)
-      errors.push_back(error_row(p, pattern ? "no file in this directory matches --job-pattern" : "no file to read in this directory"));
+      errors.push_back(error_row(p, search.nothing_found("no file to read in this directory")));
   }
   std::sort(jobs.begin(), jobs.end(), [](const JobSpec& a, const JobSpec& b) { return a.id < b.id; });
   return jobs;

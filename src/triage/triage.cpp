@@ -78,7 +78,7 @@ void finish_output(JobOutput& o, Redactor* r, bool want_json, const Library& lib
 void run_files(const JobSpec& spec, const Matcher& matcher, const AnalyzeOptions& ao, JobOutput& res) {
   std::vector<InputSource> inputs;
   for (const auto& f : spec.files) inputs.push_back({f, false});
-  JobResult r = analyze_job(expand_archives(std::move(inputs)), matcher, ao);
+  JobResult r = analyze_job(expand_archives(std::move(inputs), ao.filter.get()), matcher, ao);
   // As in diagnose: verdict "error" only when no input yielded a line; a truncated file keeps
   // its partial verdict (the summary lists it as read partially).
   JobRecord rec = record_of(spec.id, r.diagnosis);
@@ -412,12 +412,15 @@ int run_triage(const TriageOptions& o, std::ostream& out) {
         return kExitUsage;
       }
     }
+    bool filter_ok = true;
+    std::shared_ptr<const PathFilter> filter = path_filter_or_report(o.files, filter_ok);
+    if (!filter_ok) return kExitUsage;
     auto engine = load_engine(o.common);
     if (!engine) return kExitUsage;
     const Library& lib = engine->library;
     const Matcher& matcher = *engine->matcher;
     std::vector<JobRecord> discovery_errors;
-    std::vector<JobSpec> all = discover_jobs(o, discovery_errors);
+    std::vector<JobSpec> all = discover_jobs(o, filter.get(), discovery_errors);
     std::vector<JobSpec> jobs;
     jobs.reserve(all.size() + discovery_errors.size());
     for (auto& j : all)
@@ -462,6 +465,7 @@ int run_triage(const TriageOptions& o, std::ostream& out) {
     ao.rank_from = o.rank_from;
     ao.threads = 1;  // parallelism is across jobs here
     ao.tables = std::make_shared<const CorrelatorTables>(lib, matcher.tail_patterns());
+    ao.filter = filter;  // for archives inside a job's folder
     unsigned workers = o.jobs ? o.jobs : std::max(1u, std::thread::hardware_concurrency());
     // Workers stay within a window of the writer, so one slow job cannot make every later
     // finished job wait in memory (items are in order of their first job, so the item holding

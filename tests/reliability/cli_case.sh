@@ -234,6 +234,24 @@ YAML
       run triage --no-progress -f "$format" "$tmp/jobs"
       expect_rc 2; expect_out "cuda-oom"; expect_out "rank0.log"
     done ;;
+  file_choice)
+    # --glob and --exclude on every command that reads directories and archives; a bad glob is
+    # a usage error that names it.
+    mkdir -p "$tmp/run/ckpt"
+    oom 2 > "$tmp/run/rank2.log"; oom 5 > "$tmp/run/ckpt/rank5.log"; timeout_line 0 > "$tmp/run/rank0.txt"
+    run diagnose --exclude ckpt --glob '*.log' "$tmp/run"
+    expect_rc 0; expect_out "Initiating rank: 2"; expect_no_err
+    run timeline -f json --glob '!ckpt/' "$tmp/run"
+    expect_rc 0; expect_out "rank0.txt"; ! grep -q "rank5.log" "$tmp/out" || fail "timeline read the excluded folder"
+    run triage --no-progress --job-depth 0 --exclude 'rank2*' --glob '*.log' "$tmp/run"
+    expect_rc 0; expect_out "cuda-oom"
+    for cmd in diagnose timeline triage; do
+      run "$cmd" --glob 'rank[0-3.log' "$tmp/run"
+      expect_rc 2; expect_err "firstfault: --glob 'rank[0-3.log': unclosed"
+      [ ! -s "$tmp/out" ] || fail "$cmd printed results for a bad glob"
+    done
+    run diagnose --glob '*.out' "$tmp/run"
+    expect_rc 2; expect_err "firstfault: $tmp/run: no file here matches --glob/--exclude" ;;
   *) echo "unknown case $case"; exit 2 ;;
 esac
 [ $status = 0 ] && echo "ok: $case"

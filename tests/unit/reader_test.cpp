@@ -2,9 +2,13 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdlib>
 
+#include "firstfault/reader/archive.h"
+#include "firstfault/reader/input.h"
 #include "firstfault/reader/log_reader.h"
+#include "firstfault/reader/path_filter.h"
 #include "test_support.h"
 
 using namespace firstfault;
@@ -142,6 +146,37 @@ TEST_CASE("inputs: directories are walked in sorted order; missing paths are rep
   CHECK(inputs[2].path.find("sub/rank2.log") != std::string::npos);
   REQUIRE(problems.size() == 1);
   CHECK(problems[0].reason == "no such file or directory");
+}
+
+TEST_CASE("inputs: --glob and --exclude choose what a walk and an archive give, never the paths named") {
+  test::TempDir dir;
+  dir.write("run/rank0.log", "x\n");
+  dir.write("run/launcher.out", "x\n");
+  dir.write("run/ckpt/step-100/rank0.log", "x\n");
+  dir.write("run/nested/rank1.log", "x\n");
+  REQUIRE(std::system(("cd " + dir.path() + " && tar czf logs.tar.gz run").c_str()) == 0);
+  Result<PathFilter> f = PathFilter::make({"*.log"}, {"ckpt"});
+  REQUIRE(f.ok());
+  auto paths = [](const std::vector<InputSource>& inputs) {
+    std::vector<std::string> out;
+    for (const auto& in : inputs) out.push_back(in.path.substr(in.path.rfind("run/")));
+    return out;
+  };
+  std::vector<InputProblem> problems;
+  auto walked = expand_inputs({dir.path() + "/run"}, problems, &*f);
+  CHECK(paths(walked) == std::vector<std::string>{"run/nested/rank1.log", "run/rank0.log"});
+  auto members = expand_archives(expand_inputs({dir.path() + "/logs.tar.gz"}, problems, &*f), &*f);
+  std::vector<std::string> names;
+  for (const auto& m : members) names.push_back(m.member);
+  std::sort(names.begin(), names.end());
+  CHECK(names == std::vector<std::string>{"run/nested/rank1.log", "run/rank0.log"});
+  // An archive found in a walk is a container: --glob '*.log' does not drop it, its members decide.
+  auto in_walk = expand_archives(expand_inputs({dir.path()}, problems, &*f), &*f);
+  CHECK(in_walk.size() == 4);
+  // A path named on the command line is read whatever the globs say, as ripgrep does.
+  auto named = expand_inputs({dir.path() + "/run/launcher.out"}, problems, &*f);
+  CHECK(named.size() == 1);
+  CHECK(problems.empty());
 }
 
 TEST_CASE("inputs: a symlink loop does not recurse forever") {

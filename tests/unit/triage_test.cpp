@@ -157,6 +157,36 @@ TEST_CASE("triage: an archive made the usual ways gives the jobs of the director
   }
 }
 
+TEST_CASE("triage: --glob and --exclude choose the same files in a directory and in its archive") {
+  test::TempDir dir;
+  dir.write("top/job-a/rank0.log", kb("cuda-oom"));
+  dir.write("top/job-a/ckpt/notes.log", "Traceback (most recent call last):\nValueError: not a log of the job\n");
+  dir.write("top/job-b/rank0.log", kb("host-oom-kill"));
+  dir.write("top/job-c/stdout.txt", kb("nccl-collective-timeout"));
+  REQUIRE(std::system(("cd " + dir.path() + " && tar czf x.tgz top/").c_str()) == 0);
+  auto run = [&](const std::string& path) {
+    TriageOptions o;
+    o.paths = {path};
+    o.format = "jsonl";
+    o.progress = false;
+    o.files.globs = {"*.log"};
+    o.files.excludes = {"ckpt/", "job-b"};
+    std::ostringstream out;
+    CHECK(run_triage(o, out) == kExitDiagnosed);
+    return job_verdicts(out.str(), path);
+  };
+  auto tree = run(dir.path() + "/top");
+  CHECK(tree == std::map<std::string, std::string>{{"job-a", "diagnosed cuda-oom rank 3"}});  // not the ckpt note's error
+  CHECK(run(dir.path() + "/x.tgz") == tree);
+  TriageOptions bad;
+  bad.paths = {dir.path() + "/top"};
+  bad.progress = false;
+  bad.files.globs = {"{unclosed"};
+  std::ostringstream out;
+  CHECK(run_triage(bad, out) == kExitUsage);
+  CHECK(out.str().empty());
+}
+
 TEST_CASE("triage: an archive of one job's folder stays one job") {
   test::TempDir dir;
   dir.write("job-17/rank0.log", kb("cuda-oom"));

@@ -14,12 +14,20 @@
 namespace firstfault {
 
 struct JobResult;  // app/pipeline.h
+class PathFilter;  // reader/path_filter.h
 
 // Exit codes (docs: README "Exit codes").
 inline constexpr int kExitDiagnosed = 0;
 inline constexpr int kExitUnrecognized = 1;
 inline constexpr int kExitUsage = 2;
 inline constexpr int kExitInterrupted = 130;
+
+// --glob and --exclude (repeatable): which files of a directory or an archive are read
+// (reader/path_filter.h).
+struct FileChoice {
+  std::vector<std::string> globs;
+  std::vector<std::string> excludes;
+};
 
 struct CommonOptions {
   std::vector<std::string> signature_dirs;  // --signatures DIR (repeatable)
@@ -35,6 +43,7 @@ struct DiagnoseOptions {
   bool verbose = false;
   std::string fail_on = "unrecognized";  // --fail-on: none | unrecognized | any | SEVERITY (app/exit_policy.h)
   std::optional<bool> redact;            // --redact / --no-redact; unset: the format's default (util/redact.h)
+  FileChoice files;
 };
 
 struct CheckOptions {
@@ -70,6 +79,7 @@ struct TimelineOptions {
   std::string format = "text";
   std::string rank_from;
   std::optional<bool> redact;  // --redact / --no-redact; unset: off (text and json stay on the machine)
+  FileChoice files;
 };
 
 int run_diagnose(const DiagnoseOptions& o, std::ostream& out);
@@ -101,6 +111,10 @@ void report_nothing_to_diagnose(const std::vector<std::string>& paths,
 
 // Whether to colour output: --color, NO_COLOR, and whether stdout is a terminal.
 bool want_color(const std::string& mode);
+
+// The filter --glob and --exclude ask for, or nullptr after saying on stderr which glob cannot be
+// read (the caller exits 2). `ok` tells the two nulls apart: none asked for, or a bad one.
+std::shared_ptr<const PathFilter> path_filter_or_report(const FileChoice& files, bool& ok);
 
 // Whether --rank-from REGEX is usable (valid, with a capture group for the rank); when not,
 // says so on stderr and the caller exits 2.

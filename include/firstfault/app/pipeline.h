@@ -8,6 +8,7 @@
 #include "firstfault/correlator/diagnosis.h"
 #include "firstfault/matcher/matcher.h"
 #include "firstfault/reader/input.h"
+#include "firstfault/reader/path_filter.h"
 #include "firstfault/signatures/library.h"
 #include "firstfault/util/result.h"
 
@@ -20,6 +21,8 @@ struct AnalyzeOptions {
   unsigned threads = 0;   // threads for one large plain file (0: all cores)
   // The matcher's library's tables, to share across many jobs (null: each job builds them).
   std::shared_ptr<const CorrelatorTables> tables;
+  // --glob, --exclude: the files a directory walk or an archive gives (null: every file).
+  std::shared_ptr<const PathFilter> filter;
 };
 
 // An input not read on purpose: binary content (InputSummary::skipped). Not an error.

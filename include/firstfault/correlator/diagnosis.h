@@ -55,7 +55,7 @@ struct InputSummary {
   uint64_t long_lines = 0;  // lines longer than the matching cap (kept head only)
   std::string compression;
   std::string error;        // empty when the input was read completely
-  std::string skipped;      // why it was not read, when on purpose: "binary file (NUL byte at offset 8)"
+  std::string skipped{};    // why it was not read, when on purpose: "binary file (NUL byte at offset 8)"
 };
 
 struct RankDecision {

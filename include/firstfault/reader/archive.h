@@ -12,6 +12,8 @@ struct archive;
 
 namespace firstfault {
 
+class PathFilter;  // reader/path_filter.h
+
 // Whether the name says tar or zip archive (.tar, .tar.gz, .tgz, .tar.zst, .tar.xz, .tar.bz2, .zip).
 bool looks_like_archive_name(const std::string& path);
 
@@ -35,8 +37,8 @@ Status for_each_archive_member(const std::string& path,
 
 // Replaces every archive among `inputs` (one whose name says so, or a named file that reads as
 // one) by its regular members, in archive order: "ARCHIVE!MEMBER" inputs with `archive` and
-// `member` set. A file named like an archive that does not read as one stays as it is (a
-// misnamed gzip log is still read).
-std::vector<InputSource> expand_archives(std::vector<InputSource> inputs);
+// `member` set; `filter` (--glob, --exclude) chooses members by their path in the archive. A file
+// named like an archive that does not read as one stays as it is (a misnamed gzip log is read).
+std::vector<InputSource> expand_archives(std::vector<InputSource> inputs, const PathFilter* filter = nullptr);
 
 }  // namespace firstfault

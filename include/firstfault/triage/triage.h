@@ -23,6 +23,7 @@ struct TriageOptions {
   bool unknown_only = false;
   std::vector<std::string> merge;  // --merge: combine jsonl outputs instead of reading logs
   std::string rank_from;
+  FileChoice files;              // --glob, --exclude: which files of the directories and archives
   bool progress = true;          // progress bar on stderr when it is a terminal
   // --redact / --no-redact; unset: on for markdown (made to be shared), off otherwise. One
   // Redactor per run masks the jobs in output order, so pseudonyms do not depend on -j.
@@ -50,7 +51,8 @@ struct JobSpec {
   std::vector<std::string> members; // member names
 };
 
-std::vector<JobSpec> discover_jobs(const TriageOptions& o, std::vector<JobRecord>& errors);
+// `filter` (null: every file) chooses the files of directories and the members of archives.
+std::vector<JobSpec> discover_jobs(const TriageOptions& o, const PathFilter* filter, std::vector<JobRecord>& errors);
 // The folder an archive's jobs are found in ("top/", or "" for the archive's own root), from its
 // member names made relative (normalize_member_name(), reader/archive.h): when every member lies in one top folder that holds folders, the
 // archive was made as `tar czf x.tgz top/` and that folder plays the directory triage is given.
