@@ -57,6 +57,9 @@ void report_inputs(const JobResult& r, bool verbose, const std::function<std::st
     bool said = std::any_of(r.problems.begin(), r.problems.end(), [&](const InputProblem& p) { return p.path == s.path; });
     if ((s.named || verbose) && !said) fmt::print(stderr, "firstfault: {}: skipped: {}\n", shown(s.path), s.reason);
   }
+  for (const auto& m : r.many_jobs)
+    fmt::print(stderr, "firstfault: {0} looks like {1} jobs ({1} folders each hold their own rank-0 log); "
+                       "use `firstfault triage {0}` to diagnose each\n", shown(m.path), m.jobs);
 }
 
 void report_nothing_to_diagnose(const std::vector<std::string>& paths,

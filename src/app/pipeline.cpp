@@ -10,6 +10,7 @@
 #include <cstring>
 #include <filesystem>
 #include <mutex>
+#include <set>
 #include <thread>
 
 #include "firstfault/app/line_feed.h"
@@ -332,6 +333,35 @@ void explain_nothing_read(const std::vector<std::string>& paths, const std::vect
   }
 }
 
+// Which given directories and archives hold two or more sibling folders with a rank-0 log each
+// (the rank a file's name gives, as the attributor reads it). An archive's folders are counted
+// below its single top folder, when it has one (`tar czf runs.tgz runs/`).
+std::vector<ManyJobs> find_many_jobs(const std::vector<std::string>& paths, const std::vector<InputSource>& inputs,
+                                     const AnalyzeOptions& options) {
+  std::vector<std::vector<std::string>> rank0_logs(paths.size());  // per given path: where they are
+  for (const auto& in : inputs) {
+    if (in.named || in.origin >= paths.size()) continue;
+    const std::string& name = in.archive.empty() ? in.path : in.member;
+    if (identity_from_path(name, options.rank_from).rank != 0) continue;
+    rank0_logs[in.origin].push_back(in.archive.empty() ? fs::path(in.path).lexically_relative(paths[in.origin]).generic_string()
+                                                       : normalize_member_name(in.member));
+  }
+  std::vector<ManyJobs> out;
+  for (size_t k = 0; k < paths.size(); ++k) {
+    std::vector<std::string>& rels = rank0_logs[k];
+    auto top = [](const std::string& rel) { return rel.substr(0, rel.find('/')); };
+    bool wrapped = !rels.empty() && !fs::is_directory(paths[k]) &&
+                   std::all_of(rels.begin(), rels.end(), [&](const std::string& r) { return r.find('/') != std::string::npos && top(r) == top(rels[0]); });
+    std::set<std::string> folders;
+    for (const auto& rel : rels) {
+      std::string below = wrapped ? rel.substr(rel.find('/') + 1) : rel;
+      if (below.find('/') != std::string::npos) folders.insert(top(below));
+    }
+    if (folders.size() >= 2) out.push_back({paths[k], folders.size()});
+  }
+  return out;
+}
+
 }  // namespace
 
 JobResult analyze_paths(const std::vector<std::string>& paths, const Matcher& matcher, const AnalyzeOptions& options) {
@@ -339,6 +369,7 @@ JobResult analyze_paths(const std::vector<std::string>& paths, const Matcher& ma
   const PathFilter* filter = options.filter.get();
   auto inputs = expand_archives(expand_inputs(paths, problems, filter), filter);
   JobResult r = analyze_job(inputs, matcher, options);
+  r.many_jobs = find_many_jobs(paths, inputs, options);
   r.problems.insert(r.problems.begin(), problems.begin(), problems.end());
   for (const auto& p : problems) r.diagnosis.inputs.push_back({p.path, 0, 0, 0, "", p.reason});
   if (r.diagnosis.verdict == "error")

@@ -252,6 +252,14 @@ YAML
     done
     run diagnose --glob '*.out' "$tmp/run"
     expect_rc 2; expect_err "firstfault: $tmp/run: no file here matches --glob/--exclude" ;;
+  many_jobs)
+    # A directory of many jobs given to diagnose: diagnosed as one job, with a hint to use triage.
+    for j in a b c; do mkdir -p "$tmp/runs/job-$j"; oom 0 > "$tmp/runs/job-$j/rank0.log"; done
+    run diagnose "$tmp/runs"
+    expect_rc 0; expect_out "[cuda-oom]"
+    expect_err "firstfault: $tmp/runs looks like 3 jobs (3 folders each hold their own rank-0 log); use \`firstfault triage $tmp/runs\` to diagnose each"
+    run diagnose "$tmp/runs/job-a"
+    expect_rc 0; expect_no_err ;;
   *) echo "unknown case $case"; exit 2 ;;
 esac
 [ $status = 0 ] && echo "ok: $case"

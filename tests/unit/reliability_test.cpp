@@ -656,6 +656,34 @@ TEST_CASE("reliability: diagnose reads a tar or zip member by member, as it read
   CHECK(empty.problems[0].reason == "the archive holds no file");
 }
 
+TEST_CASE("reliability: a directory or an archive shaped like many jobs is named, one job is not") {
+  Fixture f;
+  for (const char* job : {"job-a", "job-b", "job-c"}) {  // three jobs, each with its own rank 0
+    f.dir.write(std::string("runs/") + job + "/rank0.log", timeout(0, 4));
+    f.dir.write(std::string("runs/") + job + "/rank1.log", oom(1));
+  }
+  // One job split by node: rank 0 is in one folder only. One job with flat rank files.
+  f.dir.write("split/node-0/rank0.log", timeout(0, 4));
+  f.dir.write("split/node-0/rank1.log", timeout(1, 4));
+  f.dir.write("split/node-1/rank2.log", oom(2));
+  f.dir.write("flat/rank0.log", timeout(0, 4));
+  f.dir.write("flat/rank1.log", oom(1));
+  REQUIRE(std::system(("cd " + f.dir.path() + " && tar czf runs.tgz runs && tar -C runs -czf bare.tgz . && tar czf split.tgz split").c_str()) == 0);
+  for (const char* many : {"/runs", "/runs.tgz", "/bare.tgz"}) {
+    INFO(many);
+    JobResult r = f.run_paths({f.dir.path() + many});
+    REQUIRE(r.many_jobs.size() == 1);
+    CHECK(r.many_jobs[0].path == f.dir.path() + many);
+    CHECK(r.many_jobs[0].jobs == 3);
+    CHECK(r.diagnosis.entry);  // still diagnosed, as one job: the hint changes nothing else
+  }
+  for (const char* one : {"/split", "/split.tgz", "/flat", "/runs/job-a"}) {
+    INFO(one);
+    CHECK(f.run_paths({f.dir.path() + one}).many_jobs.empty());
+  }
+  CHECK(f.run_paths({f.dir.path() + "/runs/job-a", f.dir.path() + "/runs/job-b"}).many_jobs.empty());  // named: the user chose
+}
+
 TEST_CASE("reliability: triage keeps the good members of an archive with a corrupt one") {
   test::TempDir dir;
   std::string zip = make_archive(three_jobs(), "zip", "none");

@@ -100,8 +100,9 @@ struct Engine {
 std::unique_ptr<Engine> load_engine(const CommonOptions& o);
 
 // Each input problem on stderr, then each binary input skipped: always when it was named itself
-// (as ripgrep does), with `verbose` also those found in a directory or an archive. `shown` makes
-// a path safe to print (masked with --redact).
+// (as ripgrep does), with `verbose` also those found in a directory or an archive; then a hint for
+// each path that looks like many jobs (triage's business). `shown` makes a path safe to print
+// (masked with --redact).
 void report_inputs(const JobResult& r, bool verbose, const std::function<std::string(const std::string&)>& shown);
 
 // The last stderr line of a run whose inputs yielded no line at all (each input's reason is

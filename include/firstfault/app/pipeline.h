@@ -32,10 +32,18 @@ struct SkippedInput {
   bool named = false;  // given itself: the CLI says so on stderr, as ripgrep does; found ones with -v
 };
 
+// A path given for one job that is shaped like many: sibling folders that each hold their own
+// rank-0 log, the shape `triage` finds jobs in (its --job-depth 1). Worth a hint, not an error.
+struct ManyJobs {
+  std::string path;
+  size_t jobs = 0;  // folders that hold a rank-0 log
+};
+
 struct JobResult {
   Diagnosis diagnosis;
   std::vector<InputProblem> problems;  // unreadable/missing/truncated inputs (the rest was still analysed)
   std::vector<SkippedInput> skipped;   // binary inputs, in input order
+  std::vector<ManyJobs> many_jobs;     // set by analyze_paths()
   bool interrupted = false;
 };
 
@@ -47,7 +55,8 @@ extern std::atomic<bool> g_interrupted;
 JobResult analyze_job(const std::vector<InputSource>& inputs, const Matcher& matcher, const AnalyzeOptions& options);
 
 // Expands, then analyses. With nothing to diagnose, every path in `paths` that yielded nothing
-// has a problem naming it and the reason (a directory with no file to read, too).
+// has a problem naming it and the reason (a directory with no file to read, too). A directory or
+// an archive shaped like many jobs is named in `many_jobs`.
 JobResult analyze_paths(const std::vector<std::string>& paths, const Matcher& matcher, const AnalyzeOptions& options);
 
 // Reads the archive member libarchive is positioned at into `corr` as input `index` of a job;
