@@ -54,9 +54,10 @@ struct JobSpec {
 // `filter` (null: every file) chooses the files of directories and the members of archives.
 std::vector<JobSpec> discover_jobs(const TriageOptions& o, const PathFilter* filter, std::vector<JobRecord>& errors);
 // The folder an archive's jobs are found in ("top/", or "" for the archive's own root), from its
-// member names made relative (normalize_member_name(), reader/archive.h): when every member lies in one top folder that holds folders, the
-// archive was made as `tar czf x.tgz top/` and that folder plays the directory triage is given.
-// A top folder of files only is one job's folder (`tar czf job-17.tgz job-17/`) and stays a job.
+// member names made relative (normalize_member_name(), reader/archive.h): when every member lies
+// in one top folder that holds folders, the archive was made as `tar czf x.tgz top/` and that
+// folder plays the directory triage is given. A top folder of files only is one job's folder
+// (`tar czf job-17.tgz job-17/`) and stays a job.
 std::string archive_root(const std::vector<std::string>& names);
 // Deterministic shard membership of a job id for "I/N" (1-based I).
 bool in_shard(const std::string& job, unsigned index, unsigned count);
