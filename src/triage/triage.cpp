@@ -107,7 +107,7 @@ void run_archive(const std::vector<const JobSpec*>& jobs, const Matcher& matcher
     if (it == member_job.end()) return;
     State& s = st[it->second];
     InputSummary sum;
-    sum.path = path + "!" + name;
+    sum.path = path + "!" + normalize_member_name(name);  // as diagnose names it
     read_member(a, name, static_cast<uint32_t>(s.inputs.size()), matcher, ao, *s.corr, sum);
     s.inputs.push_back(sum);
   });

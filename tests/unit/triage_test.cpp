@@ -155,6 +155,15 @@ TEST_CASE("triage: an archive made the usual ways gives the jobs of the director
       CHECK(run(d + "/" + archive, depth, pattern) == tree);
     }
   }
+  // Member paths in the output are named as diagnose names them: "y.tgz!job-a/rank0.log", not "!./".
+  TriageOptions o;
+  o.paths = {d + "/y.tgz"};
+  o.format = "jsonl";
+  o.progress = false;
+  std::ostringstream out;
+  run_triage(o, out);
+  CHECK(out.str().find("y.tgz!job-a/rank0.log") != std::string::npos);
+  CHECK(out.str().find("!./") == std::string::npos);
 }
 
 TEST_CASE("triage: --glob and --exclude choose the same files in a directory and in its archive") {
