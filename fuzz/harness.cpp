@@ -122,8 +122,15 @@ std::string reader_one(const uint8_t* data, size_t size) {
   if (sink.bytes > st.bytes || sink.bytes + sink.long_lines < st.bytes)
     return fmt::format("delivered {} bytes (+{} long lines) but stats say {}", sink.bytes, sink.long_lines, st.bytes);
   if (!s.ok() && s.message().empty()) return "error without a reason";
+  if (st.binary_at) {  // binary content: nothing delivered, and the NUL is where it says
+    if (sink.bytes || sink.lines || st.bytes) return "binary content was delivered";
+    if (st.compression.empty() && (*st.binary_at >= size || bytes[*st.binary_at] != '\0'))
+      return fmt::format("binary at offset {}, which is not a NUL byte", *st.binary_at);
+    return "";
+  }
   if (st.compression.empty()) {
     if (!s.ok()) return "plain input failed: " + s.message();
+    if (binary_marker(bytes.substr(0, kBinaryProbeBytes))) return "binary plain input was read as text";
     if (st.bytes != size || st.compressed_bytes != size)
       return fmt::format("plain input of {} bytes read as {}", size, st.bytes);
     uint64_t expect = static_cast<uint64_t>(std::count(bytes.begin(), bytes.end(), '\n'));
@@ -252,7 +259,9 @@ std::string diagnose_one(const uint8_t* data, size_t size) {
   JobResult r = analyze_job(inputs, *matcher, {});
   const Diagnosis& d = r.diagnosis;
   if ((d.verdict == "diagnosed") != (d.entry != nullptr)) return "verdict and entry disagree";
-  if (d.verdict != "diagnosed" && d.verdict != "unrecognized" && d.verdict != "clean") return "unknown verdict " + d.verdict;
+  if (d.verdict != "diagnosed" && d.verdict != "unrecognized" && d.verdict != "clean" && d.verdict != "error")
+    return "unknown verdict " + d.verdict;
+  if ((d.verdict == "error") != read_nothing(d.inputs)) return "verdict error but some input yielded a line, or the reverse";
   if (d.inputs.size() != inputs.size()) return "an input went missing from the summary";
   if (d.limits.truncated == d.limits.dropped.empty()) return "truncated flag and dropped list disagree";
   if (d.initiating.rank && (*d.initiating.rank < 0 || *d.initiating.rank > kMaxRankNumber))

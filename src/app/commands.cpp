@@ -33,12 +33,43 @@ bool rank_from_ok(const std::string& regex) {
   return false;
 }
 
+std::shared_ptr<const PathFilter> path_filter_or_report(const FileChoice& files, bool& ok) {
+  ok = true;
+  if (files.globs.empty() && files.excludes.empty()) return nullptr;
+  Result<PathFilter> f = PathFilter::make(files.globs, files.excludes);
+  if (f.ok()) return std::make_shared<const PathFilter>(std::move(*f));
+  fmt::print(stderr, "firstfault: {}\n", f.error().message);
+  ok = false;
+  return nullptr;
+}
+
 bool want_color(const std::string& mode) {
   if (mode == "always") return true;
   if (mode == "never") return false;
   const char* nc = std::getenv("NO_COLOR");
   if (nc && *nc) return false;
   return ::isatty(STDOUT_FILENO) == 1;
+}
+
+void report_inputs(const JobResult& r, bool verbose, const std::function<std::string(const std::string&)>& shown) {
+  for (const auto& p : r.problems) fmt::print(stderr, "firstfault: {}: {}\n", shown(p.path), shown(p.reason));
+  for (const auto& s : r.skipped) {
+    bool said = std::any_of(r.problems.begin(), r.problems.end(), [&](const InputProblem& p) { return p.path == s.path; });
+    if ((s.named || verbose) && !said) fmt::print(stderr, "firstfault: {}: skipped: {}\n", shown(s.path), s.reason);
+  }
+  for (const auto& m : r.many_jobs)
+    fmt::print(stderr, "firstfault: {0} looks like {1} jobs ({1} folders each hold their own rank-0 log); "
+                       "use `firstfault triage {0}` to diagnose each\n", shown(m.path), m.jobs);
+}
+
+void report_nothing_to_diagnose(const std::vector<std::string>& paths,
+                                const std::function<std::string(const std::string&)>& shown) {
+  constexpr size_t kNamed = 3;  // a directory's worth of paths would bury the message
+  std::string named;
+  for (size_t i = 0; i < std::min(paths.size(), kNamed); ++i) named += (i ? ", " : "") + shown(paths[i]);
+  if (paths.empty() || (paths.size() == 1 && paths[0] == "-")) named = "stdin";
+  if (paths.size() > kNamed) named += fmt::format(" and {} more", paths.size() - kNamed);
+  fmt::print(stderr, "firstfault: nothing to diagnose: no line could be read from {} (the reasons are above)\n", named);
 }
 
 namespace {
@@ -88,13 +119,16 @@ int run_diagnose(const DiagnoseOptions& o, std::ostream& out) {
     fmt::print(stderr, "firstfault: unknown --fail-on '{}' ({})\n", o.fail_on, fail_on_choices());
     return kExitUsage;
   }
+  AnalyzeOptions ao;
+  ao.rank_from = o.rank_from;
+  if (!rank_from_ok(o.rank_from)) return kExitUsage;
+  bool filter_ok = true;
+  ao.filter = path_filter_or_report(o.files, filter_ok);
+  if (!filter_ok) return kExitUsage;
   auto engine = load_engine(o.common);
   if (!engine) return kExitUsage;
   const Library* lib = &engine->library;
   const Matcher& matcher = *engine->matcher;
-  AnalyzeOptions ao;
-  ao.rank_from = o.rank_from;
-  if (!rank_from_ok(o.rank_from)) return kExitUsage;
   JobResult r = analyze_paths(o.paths, matcher, ao);
   // Ingress: mask (when on) and defuse CI commands before anything is printed, stderr included,
   // so no renderer can leak or replay what the log held.
@@ -103,13 +137,14 @@ int run_diagnose(const DiagnoseOptions& o, std::ostream& out) {
   if (redact) redact_diagnosis(r.diagnosis, redactor);
   neutralize_diagnosis(r.diagnosis);
   auto shown = [&](const std::string& s) { return safe_line(redact ? redactor.mask(s) : s); };
-  for (const auto& p : r.problems) fmt::print(stderr, "firstfault: {}: {}\n", shown(p.path), shown(p.reason));
+  report_inputs(r, o.verbose, shown);
   if (r.interrupted) return kExitInterrupted;
   // Nothing to show only when no input yielded a single line; a truncated file still has a
   // (partial) diagnosis worth printing.
-  bool all_failed = !r.problems.empty() && read_nothing(r.diagnosis.inputs);
+  bool nothing = r.diagnosis.verdict == "error";
+  if (nothing) report_nothing_to_diagnose(o.paths, shown);
   if (o.format == "json") {
-    out << dump_json(diagnosis_to_json(r.diagnosis, *lib)) << "\n";
+    if (!nothing) out << dump_json(diagnosis_to_json(r.diagnosis, *lib)) << "\n";
   } else if (is_ci_format(o.format)) {
     // CI reports are written even when no input was readable: they carry the input errors.
     CiRenderOptions co;
@@ -121,14 +156,14 @@ int run_diagnose(const DiagnoseOptions& o, std::ostream& out) {
       fmt::print(stderr, "firstfault: {}\n", s.message());
       return kExitUsage;
     }
-  } else if (!all_failed) {
+  } else if (!nothing) {
     TextStyle style;
     style.color = want_color(o.color);
     style.verbose = o.verbose;
     out << render_text(r.diagnosis, *lib, style);
   }
   out.flush();
-  if (!r.problems.empty()) return kExitUsage;
+  if (!r.problems.empty() || nothing) return kExitUsage;
   return exit_code_for(r.diagnosis, *fail_on);
 }
 

@@ -1,21 +1,27 @@
 #include "firstfault/app/pipeline.h"
 
 #include <fcntl.h>
+#include <fmt/format.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <condition_variable>
 #include <cstring>
+#include <filesystem>
 #include <mutex>
+#include <set>
 #include <thread>
 
 #include "firstfault/app/line_feed.h"
 #include "firstfault/attribution/line_attributor.h"
 #include "firstfault/correlator/correlator.h"
+#include "firstfault/reader/archive.h"
 #include "firstfault/reader/log_reader.h"
 
 namespace firstfault {
+
+namespace fs = std::filesystem;
 
 std::atomic<bool> g_interrupted{false};
 
@@ -66,13 +72,20 @@ bool parallel_candidate(const InputSource& in, uint64_t& size) {
   if (size < kParallelMinBytes) return false;
   int fd = ::open(in.path.c_str(), O_RDONLY | O_CLOEXEC);
   if (fd < 0) return false;
-  unsigned char head[6] = {0};
-  ssize_t n = ::pread(fd, head, sizeof head, 0);
+  // The first block, as read_input() would read it: a binary file is skipped there, not split.
+  std::string block(kBinaryProbeBytes, '\0');
+  ssize_t n = ::pread(fd, block.data(), block.size(), 0);
   ::close(fd);
-  if (n < 4) return false;
+  if (n < 4 || binary_marker(std::string_view(block.data(), static_cast<size_t>(n)))) return false;
+  const auto* head = reinterpret_cast<const unsigned char*>(block.data());
   bool compressed = (head[0] == 0x1f && head[1] == 0x8b) || (head[0] == 0x28 && head[1] == 0xb5) ||
                     (head[0] == 0xfd && head[1] == '7') || (head[0] == 'B' && head[1] == 'Z' && head[2] == 'h');
   return !compressed;
+}
+
+// Binary content is skipped, not read (ReadStats::binary_at): the input says so, not as an error.
+void note_binary(const ReadStats& stats, InputSummary& s) {
+  if (stats.binary_at) s.skipped = fmt::format("binary file (NUL byte at offset {})", *stats.binary_at);
 }
 
 // Reads one input into `corr`; with `split`, a large plain file (parallel_candidate()), on
@@ -132,6 +145,7 @@ void analyze_input(const InputSource& in, uint32_t index, const Matcher& matcher
   Status st = read_input(in, sink, stats);
   s.bytes = stats.bytes;
   s.compression = stats.compression;
+  note_binary(stats, s);
   if (!st.ok()) {
     s.error = st.message();
     problems.push_back({in.path, st.message()});
@@ -197,7 +211,44 @@ void analyze_inputs_pooled(const std::vector<InputSource>& inputs, size_t first,
   for (auto& t : pool) t.join();
 }
 
+// Reads the members [first, last) of one archive (expand_archives() lists them in archive
+// order) in one pass over it, each as its own input.
+void analyze_archive_members(const std::vector<InputSource>& inputs, size_t first, size_t last, const Matcher& matcher,
+                             const AnalyzeOptions& options, Correlator& corr, std::vector<InputSummary>& summaries,
+                             std::vector<InputProblem>& problems) {
+  size_t next = first;
+  Status archive = for_each_archive_member(inputs[first].archive, [&](const std::string& name, struct archive* a) {
+    if (next >= last || inputs[next].member != name || g_interrupted.load()) return;
+    summaries[next].path = inputs[next].path;
+    Status s = read_member(a, normalize_member_name(name), static_cast<uint32_t>(next), matcher, options, corr, summaries[next]);
+    if (!s.ok()) problems.push_back({inputs[next].path, s.message()});
+    ++next;
+  });
+  if (archive.ok() || g_interrupted.load()) return;
+  if (next == last && next > first && summaries[next - 1].error.empty()) {  // broke after its last member
+    summaries[next - 1].error = "the archive breaks after this member: " + archive.message();
+    problems.push_back({inputs[next - 1].path, summaries[next - 1].error});
+  }
+  for (; next < last; ++next) {
+    summaries[next].path = inputs[next].path;
+    summaries[next].error = "not reached, the archive breaks before it: " + archive.message();
+    problems.push_back({inputs[next].path, summaries[next].error});
+  }
+}
+
 }  // namespace
+
+Status read_member(struct archive* a, const std::string& name, uint32_t index, const Matcher& matcher,
+                   const AnalyzeOptions& options, Correlator& corr, InputSummary& summary) {
+  LineAttributor attributor(identity_from_path(name, options.rank_from));
+  LineFeed feed(matcher, corr, attributor, index, summary);
+  ReadStats stats;
+  Status s = read_archive_member(a, feed, stats);
+  summary.bytes = stats.bytes;
+  note_binary(stats, summary);
+  if (!s.ok()) summary.error = s.message();
+  return s;
+}
 
 JobResult analyze_job(const std::vector<InputSource>& inputs, const Matcher& matcher, const AnalyzeOptions& job_options) {
   JobResult result;
@@ -218,10 +269,16 @@ JobResult analyze_job(const std::vector<InputSource>& inputs, const Matcher& mat
       result.interrupted = true;
       break;
     }
-    // A run of two or more inputs too small to split goes to the pool; a large file is split.
     size_t j = i;
+    if (!inputs[i].archive.empty()) {  // the members of one archive, read in one pass
+      while (j < inputs.size() && inputs[j].archive == inputs[i].archive) ++j;
+      analyze_archive_members(inputs, i, j, matcher, options, corr, summaries, result.problems);
+      i = j;
+      continue;
+    }
+    // A run of two or more inputs too small to split goes to the pool; a large file is split.
     if (threads > 1)
-      while (j < inputs.size() && !inputs[j].is_stdin && !split[j]) ++j;
+      while (j < inputs.size() && !inputs[j].is_stdin && inputs[j].archive.empty() && !split[j]) ++j;
     if (j - i >= 2) {
       analyze_inputs_pooled(inputs, i, j, matcher, options, threads, corr, summaries, result.problems);
       i = j;
@@ -232,22 +289,99 @@ JobResult analyze_job(const std::vector<InputSource>& inputs, const Matcher& mat
     ++i;
   }
   if (g_interrupted.load()) result.interrupted = true;
+  for (size_t i = 0; i < inputs.size(); ++i)
+    if (!summaries[i].skipped.empty()) result.skipped.push_back({inputs[i].path, summaries[i].skipped, inputs[i].named});
+  bool nothing_read = read_nothing(summaries);
   corr.set_inputs(std::move(summaries));
   result.diagnosis = corr.finish();
+  if (nothing_read) result.diagnosis.verdict = "error";
   return result;
 }
 
+namespace {
+
+// When no input yielded a line, every given path says why: a missing path or an unreadable
+// file has its reason already; a named binary file's skip becomes its error, and a directory or
+// an archive that held nothing to read, or only binary files, gets a reason here.
+void explain_nothing_read(const std::vector<std::string>& paths, const std::vector<InputSource>& inputs, bool filtered,
+                          JobResult& r) {
+  for (size_t k = 0; k < paths.size(); ++k) {
+    bool explained = std::any_of(r.problems.begin(), r.problems.end(), [&](const InputProblem& p) { return p.path == paths[k]; });
+    size_t found = 0, skipped = 0;
+    InputSummary* itself = nullptr;  // the path's own input, when it is a file
+    for (size_t i = 0; i < inputs.size(); ++i) {
+      if (inputs[i].origin != k) continue;
+      InputSummary& row = r.diagnosis.inputs[i];
+      ++found;
+      skipped += !row.skipped.empty();
+      explained = explained || !row.error.empty();
+      if (inputs[i].named) itself = &row;
+    }
+    if (explained) continue;
+    InputProblem p{paths[k], ""};
+    if (itself) {
+      p.reason = itself->error = itself->skipped;
+      r.problems.push_back(p);
+      continue;
+    }
+    std::error_code ec;
+    if (found == 0 && filtered) p.reason = "no file here matches --glob/--exclude";
+    else if (found == 0) p.reason = fs::is_directory(paths[k], ec) ? "no file to read in this directory" : "the archive holds no file";
+    else p.reason = only_binary_files(skipped);
+    r.problems.push_back(p);
+    r.diagnosis.inputs.push_back({p.path, 0, 0, 0, "", p.reason});
+  }
+}
+
+// Which given directories and archives hold two or more sibling folders with a rank-0 log each
+// (the rank a file's name gives, as the attributor reads it). An archive's folders are counted
+// below its single top folder, when it has one (`tar czf runs.tgz runs/`).
+std::vector<ManyJobs> find_many_jobs(const std::vector<std::string>& paths, const std::vector<InputSource>& inputs,
+                                     const AnalyzeOptions& options) {
+  std::vector<std::vector<std::string>> rank0_logs(paths.size());  // per given path: where they are
+  for (const auto& in : inputs) {
+    if (in.named || in.origin >= paths.size()) continue;
+    const std::string& name = in.archive.empty() ? in.path : in.member;
+    if (identity_from_path(name, options.rank_from).rank != 0) continue;
+    rank0_logs[in.origin].push_back(in.archive.empty() ? fs::path(in.path).lexically_relative(paths[in.origin]).generic_string()
+                                                       : normalize_member_name(in.member));
+  }
+  std::vector<ManyJobs> out;
+  for (size_t k = 0; k < paths.size(); ++k) {
+    std::vector<std::string>& rels = rank0_logs[k];
+    auto top = [](const std::string& rel) { return rel.substr(0, rel.find('/')); };
+    bool wrapped = !rels.empty() && !fs::is_directory(paths[k]) &&
+                   std::all_of(rels.begin(), rels.end(), [&](const std::string& r) { return r.find('/') != std::string::npos && top(r) == top(rels[0]); });
+    std::set<std::string> folders;
+    for (const auto& rel : rels) {
+      std::string below = wrapped ? rel.substr(rel.find('/') + 1) : rel;
+      if (below.find('/') != std::string::npos) folders.insert(top(below));
+    }
+    if (folders.size() >= 2) out.push_back({paths[k], folders.size()});
+  }
+  return out;
+}
+
+}  // namespace
+
 JobResult analyze_paths(const std::vector<std::string>& paths, const Matcher& matcher, const AnalyzeOptions& options) {
   std::vector<InputProblem> problems;
-  auto inputs = expand_inputs(paths, problems);
+  const PathFilter* filter = options.filter.get();
+  auto inputs = expand_archives(expand_inputs(paths, problems, filter), filter);
   JobResult r = analyze_job(inputs, matcher, options);
+  r.many_jobs = find_many_jobs(paths, inputs, options);
   r.problems.insert(r.problems.begin(), problems.begin(), problems.end());
   for (const auto& p : problems) r.diagnosis.inputs.push_back({p.path, 0, 0, 0, "", p.reason});
+  if (r.diagnosis.verdict == "error")
+    explain_nothing_read(paths.empty() ? std::vector<std::string>{"-"} : paths, inputs, filter && filter->active(), r);
   return r;
 }
 
+std::string only_binary_files(uint64_t skipped) { return fmt::format("only binary files here ({} skipped)", skipped); }
+
 bool read_nothing(const std::vector<InputSummary>& inputs) {
-  return std::all_of(inputs.begin(), inputs.end(), [](const InputSummary& in) { return !in.error.empty() && in.lines == 0; });
+  return std::all_of(inputs.begin(), inputs.end(),
+                     [](const InputSummary& in) { return in.lines == 0 && (!in.error.empty() || !in.skipped.empty()); });
 }
 
 }  // namespace firstfault

@@ -18,12 +18,15 @@ namespace firstfault {
 
 int run_timeline(const TimelineOptions& o, std::ostream& out) {
   if (!rank_from_ok(o.rank_from)) return kExitUsage;
+  AnalyzeOptions ao;
+  ao.rank_from = o.rank_from;
+  bool filter_ok = true;
+  ao.filter = path_filter_or_report(o.files, filter_ok);
+  if (!filter_ok) return kExitUsage;
   auto engine = load_engine(o.common);
   if (!engine) return kExitUsage;
   const Library& lib = engine->library;
   const Matcher& matcher = *engine->matcher;
-  AnalyzeOptions ao;
-  ao.rank_from = o.rank_from;
   JobResult r = analyze_paths(o.paths, matcher, ao);
   // As in diagnose: masked once, before anything (stderr included) is printed, so both formats are covered.
   bool redact = o.redact.value_or(redacts_by_default(o.format));
@@ -31,9 +34,13 @@ int run_timeline(const TimelineOptions& o, std::ostream& out) {
   if (redact) redact_diagnosis(r.diagnosis, redactor);
   neutralize_diagnosis(r.diagnosis);  // as diagnose: the JSON is often echoed into CI logs
   auto shown = [&](const std::string& s) { return safe_line(redact ? redactor.mask(s) : s); };
-  for (const auto& p : r.problems) fmt::print(stderr, "firstfault: {}: {}\n", shown(p.path), shown(p.reason));
+  report_inputs(r, /*verbose=*/false, shown);
   if (r.interrupted) return kExitInterrupted;
   const Diagnosis& d = r.diagnosis;
+  if (d.verdict == "error") {  // no input yielded a line: no timeline to show
+    report_nothing_to_diagnose(o.paths, shown);
+    return kExitUsage;
+  }
   if (o.format == "json") {
     nlohmann::json j = diagnosis_to_json(d, lib);
     nlohmann::json t;
@@ -68,6 +75,7 @@ int run_timeline(const TimelineOptions& o, std::ostream& out) {
                        safe_line(truncate_utf8(ex.last_line, 100)));
   }
   if (d.ranks.empty()) out << "(no line in the input names a rank)\n";
+  if (d.skipped_inputs) out << fmt::format("({} binary file(s) skipped)\n", d.skipped_inputs);
   if (d.entry)
     out << fmt::format("\n{}: initiating rank {} — {}\n", d.entry->id,
                        d.initiating.rank ? std::to_string(*d.initiating.rank) : "unknown", d.initiating.reason);

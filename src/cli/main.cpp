@@ -14,6 +14,7 @@
 #include "firstfault/app/commands.h"
 #include "firstfault/app/exit_policy.h"
 #include "firstfault/app/pipeline.h"
+#include "firstfault/reader/path_filter.h"
 #include "firstfault/triage/triage.h"
 #include "firstfault/render/ci_render.h"
 #include "firstfault/watch/watch_command.h"
@@ -31,6 +32,19 @@ CLI::Validator fail_on_validator() {
   return CLI::Validator(
       [](std::string& v) { return parse_fail_on(v) ? std::string() : "unknown value '" + v + "' (" + fail_on_choices() + ")"; },
       "{" + words + "}");
+}
+
+// --glob and --exclude, for the commands that walk directories and open archives.
+void add_file_choice(CLI::App* sub, FileChoice& files) {
+  sub->add_option("--glob", files.globs, "Read only the files of a directory or archive whose path matches GLOB ('!GLOB' excludes)")
+      ->type_name("GLOB")
+      ->allow_extra_args(false)
+      ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
+  sub->add_option("--exclude", files.excludes, "Skip the files and folders of a directory or archive whose path matches GLOB")
+      ->type_name("GLOB")
+      ->allow_extra_args(false)
+      ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
+  sub->footer(kFileChoiceHelp);
 }
 }  // namespace
 
@@ -88,7 +102,8 @@ int main(int argc, char** argv) {
   diag->add_option("--color", dopt.color, "Colour: auto, always, never")->check(CLI::IsMember({"auto", "always", "never"}));
   diag->add_option("--rank-from", dopt.rank_from, "Regex with one capture group that takes the rank from a file path")
       ->type_name("REGEX");
-  diag->add_flag("-v,--verbose", dopt.verbose, "Show all evidence and every rank's last line");
+  diag->add_flag("-v,--verbose", dopt.verbose, "Show all evidence and every rank's last line; name skipped binary files on stderr");
+  add_file_choice(diag, dopt.files);
   add_common(diag);
 
   CheckOptions copt;
@@ -126,6 +141,7 @@ int main(int argc, char** argv) {
       ->type_name("REGEX");
   RedactFlag timeline_redact;
   add_redact(timeline, timeline_redact, " (default: off)");
+  add_file_choice(timeline, topt.files);
   add_common(timeline);
 
   WatchOptions wopt;
@@ -160,7 +176,7 @@ int main(int argc, char** argv) {
   triage->add_option("paths", tropt.paths, "Files, directories of jobs, or archives (.tar, .tar.gz, .tar.zst, .zip)")->type_name("PATH");
   triage->add_option("-f,--format", tropt.format, "Output format")->check(CLI::IsMember({"table", "jsonl", "csv", "markdown"}));
   triage->add_option("-j,--jobs", tropt.jobs, "Jobs analysed in parallel (default: all cores)");
-  triage->add_option("--job-depth", tropt.job_depth, "In directories and archives, a job is a path this many levels down (0: the whole directory)");
+  triage->add_option("--job-depth", tropt.job_depth, "In directories and archives, a job is a path this many levels down (0: the whole directory or archive)");
   triage->add_option("--job-pattern", tropt.job_pattern, "A job is a relative path fully matching this regex (overrides --job-depth)");
   triage->add_option("--shard", tropt.shard, "Process a deterministic 1/N of the jobs: I/N");
   triage->add_flag("--unknown-only", tropt.unknown_only, "Only the unrecognised failures, clustered by their first error line");
@@ -171,6 +187,7 @@ int main(int argc, char** argv) {
   triage->add_flag("!--no-progress", tropt.progress, "No progress bar on stderr");
   RedactFlag triage_redact;
   add_redact(triage, triage_redact, " (default: on for markdown)");
+  add_file_choice(triage, tropt.files);
   add_common(triage);
 
   try {

@@ -658,6 +658,7 @@ Diagnosis Correlator::finish() {
   for (const auto& in : inputs_) {
     d.total_lines += in.lines;
     d.total_bytes += in.bytes;
+    d.skipped_inputs += !in.skipped.empty();
   }
   resolve_times_and_ranks();
   apply_tail_progress();

@@ -176,10 +176,27 @@ std::string sniff_compression(const std::string& head) {
 class Splitter {
  public:
   // The buffer starts small and doubles while reads fill it, up to kReadChunk: most inputs of a
-  // job directory are small files, and a 4 MiB buffer per file is wasted work for them.
-  explicit Splitter(BlockSink& sink) : sink_(sink) { buf_.resize(kFirstChunk + kMaxLineBytes + 1); }
+  // job directory are small files, and a 4 MiB buffer per file is wasted work for them. With
+  // `detect_binary`, nothing is delivered before the first block is known to be text.
+  Splitter(BlockSink& sink, bool detect_binary) : sink_(sink), detect_binary_(detect_binary) {
+    buf_.resize(kFirstChunk + kMaxLineBytes + 1);
+    static_assert(kBinaryProbeBytes <= kFirstChunk + kMaxLineBytes, "the first block fits the first buffer");
+  }
 
   Status pump(ByteSource& src, ReadStats& stats) {
+    if (detect_binary_) {
+      Status probe = fill_probe(src, stats);
+      if ((stats.binary_at = binary_marker(std::string_view(buf_.data(), used_)))) {
+        stats.bytes = 0;
+        used_ = 0;
+        return probe;
+      }
+      if (!probe.ok()) {
+        flush_tail();
+        return probe;
+      }
+      deliver();
+    }
     for (;;) {
       ssize_t r = src.read(buf_.data() + used_, buf_.size() - used_);
       if (r < 0) {
@@ -247,7 +264,20 @@ class Splitter {
     used_ = 0;
   }
 
+  // Reads until kBinaryProbeBytes are buffered or the stream ends.
+  Status fill_probe(ByteSource& src, ReadStats& stats) {
+    while (used_ < kBinaryProbeBytes) {
+      ssize_t r = src.read(buf_.data() + used_, kBinaryProbeBytes - used_);
+      if (r < 0) return Error{src.error()};
+      if (r == 0) break;
+      stats.bytes += static_cast<uint64_t>(r);
+      used_ += static_cast<size_t>(r);
+    }
+    return Status::Ok();
+  }
+
   BlockSink& sink_;
+  bool detect_binary_;
   std::vector<char> buf_;
   size_t used_ = 0;
   bool skipping_ = false;
@@ -305,15 +335,23 @@ Status read_plain(int fd, bool may_map, std::string head, BlockSink& sink, ReadS
     head.clear();
   }
   FdSource raw(fd, std::move(head));
-  Splitter splitter(sink);
+  Splitter splitter(sink, /*detect_binary=*/false);  // the head was checked
   return splitter.pump(raw, stats);
 }
 
 }  // namespace
 
+std::optional<uint64_t> binary_marker(std::string_view head) {
+  size_t nul = head.find('\0');
+  if (nul == std::string_view::npos) return std::nullopt;
+  bool zero_tail = head.find('\n') < nul && head.find_first_not_of('\0', nul) == std::string_view::npos;
+  if (zero_tail) return std::nullopt;
+  return nul;
+}
+
 Status read_archive_member(struct archive* a, BlockSink& sink, ReadStats& stats) {
   MemberSource src(a);
-  Splitter splitter(sink);
+  Splitter splitter(sink, /*detect_binary=*/true);
   Status s = splitter.pump(src, stats);
   stats.compressed_bytes = stats.bytes;
   return s;
@@ -327,7 +365,7 @@ Status read_input_range(const InputSource& input, uint64_t begin, uint64_t end, 
   Status s = mapped.status;
   if (s.ok() && mapped.offset < end) {  // a last line without '\n', or lines a mapping cannot give
     RangeSource src(fd, mapped.offset, end);
-    Splitter splitter(sink);
+    Splitter splitter(sink, /*detect_binary=*/false);
     s = splitter.pump(src, stats);
   }
   stats.compressed_bytes = stats.bytes;
@@ -347,8 +385,8 @@ Status read_input(const InputSource& input, BlockSink& sink, ReadStats& stats) {
   }
   FdCloser closer{fd};
 
-  // Sniff the magic bytes (up to 6) without losing them.
-  std::string head(6, '\0');
+  // Read the first block (the magic bytes, and what binary detection looks at) without losing it.
+  std::string head(kBinaryProbeBytes, '\0');
   size_t got = 0;
   while (got < head.size()) {
     ssize_t r = ::read(fd, head.data() + got, head.size() - got);
@@ -363,12 +401,13 @@ Status read_input(const InputSource& input, BlockSink& sink, ReadStats& stats) {
   stats.compression = sniff_compression(head);
 
   if (stats.compression.empty()) {
+    if ((stats.binary_at = binary_marker(head))) return Status::Ok();
     Status s = read_plain(fd, !input.is_stdin, head, sink, stats);
     stats.compressed_bytes = stats.bytes;
     return s;
   }
   FdSource raw(fd, head);
-  Splitter splitter(sink);
+  Splitter splitter(sink, /*detect_binary=*/true);  // on the decompressed content
   ArchiveSource archive(&raw, &stats.compressed_bytes);
   if (!archive.open()) return Error{stats.compression + ": " + archive.error()};
   Status s = splitter.pump(archive, stats);

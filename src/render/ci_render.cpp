@@ -126,8 +126,7 @@ std::vector<std::string> report_lines(const Diagnosis& d, bool with_title) {
     out.push_back("No error line and no known failure signature in the input.");
     out.push_back(action_label(d.action));
   }
-  out.push_back(
-      fmt::format("Read {} line(s), {} byte(s) from {} input(s).", d.total_lines, d.total_bytes, d.inputs.size()));
+  out.push_back(read_summary(d));
   return out;
 }
 
@@ -275,7 +274,7 @@ std::string render_github(const Diagnosis& d, const Library& lib, const CiRender
     command("error", a, fmt::format("{} [{}]", d.entry->title, d.entry->id), report_lines(d, false));
   else if (d.verdict == "unrecognized")
     command("warning", a, "firstfault: no known failure matched", report_lines(d, false));
-  else if (failed_inputs(d).size() < d.inputs.size() || d.inputs.empty())
+  else if (d.verdict == "clean")  // not "error": with nothing read, the input errors are the report
     command("notice", nullptr, "firstfault: no failure found", report_lines(d, false));
   return out;
 }
@@ -323,6 +322,9 @@ std::string render_markdown(const Diagnosis& d, const Library& lib, const CiRend
     out += "\n**Action:** " + md_action(d.action) + "\n";
     if (a) out += "\n" + first_error_label(*a) + ": " + md_code(where(*a)) + "\n\n" + md_block({safe_line(truncate_utf8(a->text, 400))});
     if (d.suspect) out += "\n" + md_cell(suspect_label(*d.suspect)) + ": " + md_cell(safe_line(d.suspect->reason)) + "\n";
+  } else if (d.verdict == "error") {
+    out += "### firstfault: nothing to diagnose\n\n";
+    out += "**Verdict:** error · no input yielded a line (the reasons are below).\n";
   } else {
     out += "### firstfault: no failure found\n\n";
     out += "**Verdict:** clean · no error line and no known failure signature in the input.\n";
@@ -334,7 +336,8 @@ std::string render_markdown(const Diagnosis& d, const Library& lib, const CiRend
     for (const InputSummary* in : failed)
       out += "- " + md_code(safe_line(in->path)) + ": " + md_escape(safe_line(in->error)) + "\n";
   }
-  std::string note = fmt::format("read {} line(s) from {} input(s)", d.total_lines, d.inputs.size());
+  std::string note = fmt::format("read {} line(s) from {} input(s)", d.total_lines, d.inputs.size() - d.skipped_inputs);
+  if (d.skipped_inputs) note += fmt::format("; {} binary file(s) skipped", d.skipped_inputs);
   if (o.redacted) note += "; " + redaction_note(o);
   out += fmt::format("\n<sub>firstfault {} · {}</sub>\n", FIRSTFAULT_VERSION, note);
   return out;
@@ -361,7 +364,7 @@ std::string render_junit(const Diagnosis& d, const Library& lib, const CiRenderO
                      fmt::format("{} [{}]", d.entry->title, d.entry->id), body});
   else if (d.verdict == "unrecognized")
     cases.push_back({"firstfault.unrecognized", job, file, "failure", "unrecognized", "No known failure matched", body});
-  else if (d.inputs.empty() || failed_inputs(d).size() < d.inputs.size())
+  else if (d.verdict == "clean")
     cases.push_back({"firstfault.clean", job, "", "", "", "", body});  // passes: nothing failed
 
   size_t failures = 0, errors = 0;

@@ -121,6 +121,7 @@ json diagnosis_to_json(const Diagnosis& d, const Library& lib) {
     if (!in.compression.empty()) o["compression"] = in.compression;
     if (in.long_lines) o["long_lines"] = in.long_lines;
     if (!in.error.empty()) o["error"] = sanitize_utf8(in.error);
+    if (!in.skipped.empty()) o["skipped"] = in.skipped;
     inputs.push_back(o);
   }
   j["inputs"] = inputs;

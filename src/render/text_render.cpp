@@ -132,11 +132,13 @@ std::string render_text(const Diagnosis& d, const Library& lib, const TextStyle&
         out += fmt::format("  Read rank {}'s own output before that point for its error.\n", l->rank);
       }
       out += "If this is a real failure mode, consider writing an entry (docs/signature-format.md).\n";
+    } else if (d.verdict == "error") {
+      out += "Nothing to diagnose: no input yielded a line.\n";
     } else {
       out += "No failure found: no error line and no known failure signature in the input.\n";
       out += action_label(d.action) + "\n";
     }
-    out += fmt::format("Read {} line(s), {} byte(s) from {} input(s).\n", d.total_lines, d.total_bytes, d.inputs.size());
+    out += read_summary(d) + "\n";
     if (d.limits.truncated)  // a bound is never silent, whatever the verdict
       out += fmt::format("Note: some detail was dropped at a bound: {}\n", safe(fmt::format("{}", fmt::join(d.limits.dropped, "; "))));
     return out;
@@ -192,7 +194,15 @@ std::string render_text(const Diagnosis& d, const Library& lib, const TextStyle&
   }
   if (d.limits.truncated)
     out += fmt::format("\nNote: some detail was dropped at a bound: {}\n", safe(fmt::format("{}", fmt::join(d.limits.dropped, "; "))));
+  if (d.skipped_inputs)
+    out += fmt::format("\nNote: {} binary file(s) skipped (-v names them on stderr)\n", d.skipped_inputs);
   return out;
+}
+
+std::string read_summary(const Diagnosis& d) {
+  std::string skipped = d.skipped_inputs ? fmt::format("; {} binary file(s) skipped", d.skipped_inputs) : "";
+  return fmt::format("Read {} line(s), {} byte(s) from {} input(s){}.", d.total_lines, d.total_bytes,
+                     d.inputs.size() - d.skipped_inputs, skipped);
 }
 
 }  // namespace firstfault

@@ -1,15 +1,13 @@
 // Where the jobs are: files, directories of per-rank files, and member groups inside archives.
-#include <archive.h>
-#include <archive_entry.h>
 #include <re2/re2.h>
-
-#include <cstring>
 
 #include <algorithm>
 #include <filesystem>
 #include <map>
 #include <set>
 
+#include "firstfault/reader/archive.h"
+#include "firstfault/reader/path_filter.h"
 #include "firstfault/triage/triage.h"
 #include "firstfault/util/strings.h"
 
@@ -19,55 +17,29 @@ namespace fs = std::filesystem;
 
 namespace {
 
-// A job that could not be read: the row the summary lists with its reason.
-JobRecord error_row(const std::string& job, std::string error) {
+JobRecord error_row(const std::string& job, const std::string& reason) {
   JobRecord r;
   r.job = job;
   r.verdict = "error";
-  r.error = std::move(error);
+  r.error = reason;
   return r;
 }
 
-// Lists an archive's regular members; false when the file is not a (readable) archive.
-bool list_archive(const std::string& path, std::vector<std::string>& members, std::string& error) {
-  struct archive* a = archive_read_new();
-  archive_read_support_filter_all(a);
-  archive_read_support_format_tar(a);
-  archive_read_support_format_zip(a);
-  archive_read_support_format_gnutar(a);
-  archive_read_support_format_cpio(a);
-  if (archive_read_open_filename(a, path.c_str(), 1 << 16) != ARCHIVE_OK) {
-    archive_read_free(a);
-    return false;
-  }
-  struct archive_entry* e = nullptr;
-  int r;
-  bool any = false;
-  while ((r = archive_read_next_header(a, &e)) == ARCHIVE_OK || r == ARCHIVE_WARN) {
-    any = true;
-    if (archive_entry_filetype(e) == AE_IFREG) members.emplace_back(archive_entry_pathname(e));
-    archive_read_data_skip(a);
-  }
-  if (r == ARCHIVE_FATAL && any) error = archive_error_string(a) ? archive_error_string(a) : "corrupt archive";
-  archive_read_free(a);
-  return any;
-}
-
-bool looks_like_archive_name(const std::string& p) {
-  for (const char* ext : {".tar", ".tar.gz", ".tgz", ".tar.zst", ".tar.xz", ".tar.bz2", ".zip"})
-    if (p.size() > std::strlen(ext) && p.compare(p.size() - std::strlen(ext), std::string::npos, ext) == 0) return true;
-  return false;
+// "a//b/c/" -> {"a", "b", "c"}.
+std::vector<std::string> split_path(const std::string& path) {
+  std::vector<std::string> parts;
+  size_t start = 0;
+  for (size_t i = 0; i <= path.size(); ++i)
+    if (i == path.size() || path[i] == '/') {
+      if (i > start) parts.push_back(path.substr(start, i - start));
+      start = i + 1;
+    }
+  return parts;
 }
 
 // The job a relative path (member or file) belongs to, or "" when none.
 std::string job_key(const std::string& rel, int depth, const RE2* pattern) {
-  std::vector<std::string> parts;
-  size_t start = 0;
-  for (size_t i = 0; i <= rel.size(); ++i)
-    if (i == rel.size() || rel[i] == '/') {
-      if (i > start) parts.push_back(rel.substr(start, i - start));
-      start = i + 1;
-    }
+  std::vector<std::string> parts = split_path(rel);
   if (parts.empty()) return "";
   if (pattern) {
     std::string prefix;
@@ -82,29 +54,111 @@ std::string job_key(const std::string& rel, int depth, const RE2* pattern) {
   return key;
 }
 
-void add_archive_jobs(const std::string& path, const TriageOptions& o, const RE2* pattern, std::vector<JobSpec>& jobs,
+// What triage looks for in the paths it is given.
+struct Search {
+  const TriageOptions& o;
+  const RE2* pattern;
+  const PathFilter* filter;
+  bool wants_member(const std::string& name) const { return !filter || filter->wants_path(name); }
+  std::string nothing_found(const char* otherwise) const {
+    return filter && filter->active() ? "no file here matches --glob/--exclude"
+           : pattern                  ? "no file here matches --job-pattern"
+                                      : otherwise;
+  }
+};
+
+void add_archive_jobs(const std::string& path, const Search& search, std::vector<JobSpec>& jobs,
                       std::vector<JobRecord>& errors) {
+  const TriageOptions& o = search.o;
+  const RE2* pattern = search.pattern;
   std::vector<std::string> members;
   std::string error;
-  list_archive(path, members, error);
+  if (!list_archive_members(path, members, error)) {
+    errors.push_back(error_row(path, "not a readable archive: " + error));
+    return;
+  }
+  std::vector<std::string> names;
+  for (const auto& m : members) names.push_back(normalize_member_name(m));
+  auto wanted = [&](size_t i) { return search.wants_member(names[i]); };
+  const std::string root = archive_root(names);
   std::map<std::string, JobSpec> by_key;
-  for (const auto& m : members) {
-    std::string key = job_key(m, o.job_depth, pattern);
-    if (key.empty()) continue;
+  for (size_t i = 0; i < members.size(); ++i) {
+    if (names[i].size() <= root.size() || !wanted(i)) continue;
+    std::string rel = names[i].substr(root.size());
+    // --job-depth 0: the whole archive is one job, as a whole directory is.
+    std::string key = o.job_depth == 0 && !pattern ? "" : job_key(rel, o.job_depth, pattern);
+    if (key.empty() && (pattern || o.job_depth != 0)) continue;
     JobSpec& j = by_key[key];
-    j.id = path + "!" + key;
+    j.id = key.empty() ? path : path + "!" + key;
     j.archive = path;
     j.member_prefix = key;
-    j.members.push_back(m);
+    j.members.push_back(members[i]);
   }
   for (auto& [k, j] : by_key) jobs.push_back(std::move(j));
-  if (!error.empty()) {
-    errors.push_back(
-        error_row(path, "archive is corrupt or truncated after " + std::to_string(members.size()) + " member(s): " + error));
+  if (!error.empty())
+    errors.push_back(error_row(path, "archive is corrupt or truncated after " + std::to_string(members.size()) + " member(s): " + error));
+  else if (by_key.empty())
+    errors.push_back(error_row(path, members.empty() ? "the archive holds no file" : search.nothing_found("the archive holds no file")));
+}
+
+// A directory: its files grouped into jobs by depth or pattern (sorted, symlink loops skipped).
+void add_directory_jobs(const std::string& p, const Search& search, std::vector<JobSpec>& jobs,
+                        std::vector<JobRecord>& errors) {
+  const TriageOptions& o = search.o;
+  const RE2* pattern = search.pattern;
+  const PathFilter* filter = search.filter;
+  std::map<std::string, JobSpec> by_key;
+  std::set<std::string> seen_dirs;
+  std::error_code ec;
+  for (auto it = fs::recursive_directory_iterator(p, fs::directory_options::skip_permission_denied, ec);
+       !ec && it != fs::recursive_directory_iterator(); it.increment(ec)) {
+    std::error_code sec;
+    // Lexically: fs::relative() resolves symlinks, so a symlinked rank log became "../.." and
+    // was skipped as hidden.
+    std::string rel = it->path().lexically_relative(p).generic_string();
+    if (it->is_directory(sec)) {
+      auto canon = fs::canonical(it->path(), sec);
+      bool excluded = filter && !filter->wants_dir(rel);
+      if (excluded || (!sec && !seen_dirs.insert(canon.string()).second)) it.disable_recursion_pending();
+      continue;
+    }
+    if (!it->is_regular_file(sec) && !it->is_fifo(sec)) continue;
+    if (!rel.empty() && (rel[0] == '.' || rel.find("/.") != std::string::npos)) continue;
+    std::string file = it->path().string();
+    // An archive is a container: only excludes apply to it, includes to its members.
+    if (filter && !(looks_like_archive_name(rel) ? filter->wants_archive(rel) : filter->wants_file(rel))) continue;
+    std::string key = o.job_depth == 0 && !pattern ? "" : job_key(rel, o.job_depth, pattern);
+    if (key.empty() && (pattern || o.job_depth != 0)) continue;
+    if (looks_like_archive_name(file) && key == rel) {
+      add_archive_jobs(file, search, jobs, errors);
+      continue;
+    }
+    std::string id = key.empty() ? p : (fs::path(p) / key).string();
+    JobSpec& j = by_key[id];
+    j.id = id;
+    j.files.push_back(file);
+  }
+  if (ec) errors.push_back(error_row(p, "cannot read the directory: " + ec.message()));
+  for (auto& [k, j] : by_key) {
+    std::sort(j.files.begin(), j.files.end());
+    jobs.push_back(std::move(j));
   }
 }
 
 }  // namespace
+
+std::string archive_root(const std::vector<std::string>& names) {
+  std::string top;
+  bool has_folder = false;
+  for (const auto& n : names) {
+    size_t slash = n.find('/');
+    if (slash == std::string::npos) return "";  // a file at the top: no single top folder
+    if (top.empty()) top = n.substr(0, slash);
+    else if (n.compare(0, slash, top) != 0) return "";
+    has_folder = has_folder || n.find('/', slash + 1) != std::string::npos;
+  }
+  return has_folder ? top + "/" : "";
+}
 
 bool in_shard(const std::string& job, unsigned index, unsigned count) {
   if (count <= 1) return true;
@@ -113,10 +167,11 @@ bool in_shard(const std::string& job, unsigned index, unsigned count) {
   return h % count == index - 1;
 }
 
-std::vector<JobSpec> discover_jobs(const TriageOptions& o, std::vector<JobRecord>& errors) {
+std::vector<JobSpec> discover_jobs(const TriageOptions& o, const PathFilter* filter, std::vector<JobRecord>& errors) {
   std::vector<JobSpec> jobs;
   std::unique_ptr<RE2> pattern;
   if (!o.job_pattern.empty()) pattern = std::make_unique<RE2>(o.job_pattern, RE2::Quiet);
+  const Search search{o, pattern.get(), filter};
   for (const auto& p : o.paths) {
     std::error_code ec;
     auto st = fs::status(p, ec);
@@ -124,49 +179,19 @@ std::vector<JobSpec> discover_jobs(const TriageOptions& o, std::vector<JobRecord
       errors.push_back(error_row(p, "no such file or directory"));
       continue;
     }
-    if (!fs::is_directory(st)) {
-      std::vector<std::string> probe;
-      std::string err;
-      if (looks_like_archive_name(p) || (fs::is_regular_file(st) && list_archive(p, probe, err) && !probe.empty() &&
-                                         (probe.size() > 1 || probe[0].find('/') != std::string::npos))) {
-        add_archive_jobs(p, o, pattern.get(), jobs, errors);
+    size_t jobs_before = jobs.size(), errors_before = errors.size();
+    if (fs::is_directory(st)) {
+      add_directory_jobs(p, search, jobs, errors);
+    } else {
+      if (looks_like_archive_name(p) || reads_as_archive(p)) {
+        add_archive_jobs(p, search, jobs, errors);
       } else {
         jobs.push_back({p, {p}, "", "", {}});
       }
-      continue;
     }
-    // A directory: group its files into jobs by depth or pattern (sorted, symlink loops skipped).
-    std::map<std::string, JobSpec> by_key;
-    std::set<std::string> seen_dirs;
-    for (auto it = fs::recursive_directory_iterator(p, fs::directory_options::skip_permission_denied, ec);
-         !ec && it != fs::recursive_directory_iterator(); it.increment(ec)) {
-      std::error_code sec;
-      if (it->is_directory(sec)) {
-        auto canon = fs::canonical(it->path(), sec);
-        if (!sec && !seen_dirs.insert(canon.string()).second) it.disable_recursion_pending();
-        continue;
-      }
-      if (!it->is_regular_file(sec) && !it->is_fifo(sec)) continue;
-      // Lexically: fs::relative() resolves symlinks, so a symlinked rank log became "../.." and
-      // was skipped as hidden.
-      std::string rel = it->path().lexically_relative(p).generic_string();
-      if (!rel.empty() && (rel[0] == '.' || rel.find("/.") != std::string::npos)) continue;
-      std::string file = it->path().string();
-      std::string key = o.job_depth == 0 && !pattern ? "" : job_key(rel, o.job_depth, pattern.get());
-      if (key.empty() && (pattern || o.job_depth != 0)) continue;
-      if (looks_like_archive_name(file) && key == rel) {
-        add_archive_jobs(file, o, pattern.get(), jobs, errors);
-        continue;
-      }
-      std::string id = key.empty() ? p : (fs::path(p) / key).string();
-      JobSpec& j = by_key[id];
-      j.id = id;
-      j.files.push_back(file);
-    }
-    for (auto& [k, j] : by_key) {
-      std::sort(j.files.begin(), j.files.end());
-      jobs.push_back(std::move(j));
-    }
+    // A path that yielded no job is an error row, never silence (an archive names its own reason).
+    if (jobs.size() == jobs_before && errors.size() == errors_before)
+      errors.push_back(error_row(p, search.nothing_found("no file to read in this directory")));
   }
   std::sort(jobs.begin(), jobs.end(), [](const JobSpec& a, const JobSpec& b) { return a.id < b.id; });
   return jobs;

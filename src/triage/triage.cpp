@@ -1,7 +1,5 @@
 #include "firstfault/triage/triage.h"
 
-#include <archive.h>
-#include <archive_entry.h>
 #include <fmt/format.h>
 #include <unistd.h>
 
@@ -19,6 +17,7 @@
 
 #include "firstfault/app/line_feed.h"
 #include "firstfault/app/pipeline.h"
+#include "firstfault/reader/archive.h"
 #include "firstfault/render/ci_render.h"
 #include "firstfault/render/render.h"
 #include "firstfault/signatures/loader.h"
@@ -46,6 +45,7 @@ JobRecord record_of(const std::string& job, const Diagnosis& d) {
   r.rank = d.initiating.rank;
   if (d.first_error) r.first_error = d.first_error->text;
   for (const auto& in : d.inputs) r.bytes += in.bytes;
+  r.skipped = d.skipped_inputs;
   return r;
 }
 
@@ -74,6 +74,21 @@ void finish_output(JobOutput& o, Redactor* r, bool want_json, const Library& lib
   o.diagnosis.reset();
 }
 
+// Analyses a job of files (a directory's, or one given file). They count as found, not named: a
+// binary one is counted in the summary, not reported.
+void run_files(const JobSpec& spec, const Matcher& matcher, const AnalyzeOptions& ao, JobOutput& res) {
+  std::vector<InputSource> inputs;
+  for (const auto& f : spec.files) inputs.push_back({f, false});
+  JobResult r = analyze_job(expand_archives(std::move(inputs), ao.filter.get()), matcher, ao);
+  // As in diagnose: verdict "error" only when no input yielded a line; a truncated file keeps
+  // its partial verdict (the summary lists it as read partially).
+  JobRecord rec = record_of(spec.id, r.diagnosis);
+  if (!r.problems.empty()) rec.error = r.problems.front().path + ": " + r.problems.front().reason;
+  else if (rec.verdict == "error") rec.error = only_binary_files(rec.skipped);
+  res.rec = std::move(rec);
+  if (res.rec.verdict != "error") res.diagnosis = std::move(r.diagnosis);
+}
+
 // Analyses the jobs of one archive in a single pass over it.
 void run_archive(const std::vector<const JobSpec*>& jobs, const Matcher& matcher, const AnalyzeOptions& ao,
                  std::vector<std::unique_ptr<JobOutput>>& results, const std::vector<size_t>& slots, bool want_json,
@@ -88,40 +103,16 @@ void run_archive(const std::vector<const JobSpec*>& jobs, const Matcher& matcher
   };
   std::vector<State> st(jobs.size());
   for (auto& s : st) s.corr = std::make_unique<Correlator>(matcher.library(), ao.tables);
-  std::string archive_error;
-  struct archive* a = archive_read_new();
-  archive_read_support_filter_all(a);
-  archive_read_support_format_tar(a);
-  archive_read_support_format_gnutar(a);
-  archive_read_support_format_zip(a);
-  archive_read_support_format_cpio(a);
-  if (archive_read_open_filename(a, path.c_str(), 1 << 16) != ARCHIVE_OK) {
-    archive_error = archive_error_string(a) ? archive_error_string(a) : "cannot open archive";
-  } else {
-    struct archive_entry* e = nullptr;
-    int r;
-    while ((r = archive_read_next_header(a, &e)) == ARCHIVE_OK || r == ARCHIVE_WARN) {
-      auto it = member_job.find(archive_entry_pathname(e));
-      if (it == member_job.end() || archive_entry_filetype(e) != AE_IFREG) {
-        archive_read_data_skip(a);
-        continue;
-      }
-      State& s = st[it->second];
-      InputSummary sum;
-      sum.path = path + "!" + it->first;
-      LineAttributor attributor(identity_from_path(it->first, ao.rank_from));
-      LineFeed feed(matcher, *s.corr, attributor, static_cast<uint32_t>(s.inputs.size()), sum);
-      ReadStats stats;
-      Status rs = read_archive_member(a, feed, stats);
-      sum.bytes = stats.bytes;
-      if (!rs.ok()) sum.error = rs.message();
-      s.inputs.push_back(sum);
-      // No break on a damaged member: a zip's other members stay readable; a broken stream
-      // (tar.gz, truncated tar) fails at the next header and ends the loop with archive_error.
-    }
-    if (r == ARCHIVE_FATAL) archive_error = archive_error_string(a) ? archive_error_string(a) : "corrupt archive";
-  }
-  archive_read_free(a);
+  Status archive = for_each_archive_member(path, [&](const std::string& name, struct archive* a) {
+    auto it = member_job.find(name);
+    if (it == member_job.end()) return;
+    State& s = st[it->second];
+    InputSummary sum;
+    sum.path = path + "!" + normalize_member_name(name);  // as diagnose names it
+    read_member(a, name, static_cast<uint32_t>(s.inputs.size()), matcher, ao, *s.corr, sum);
+    s.inputs.push_back(sum);
+  });
+  std::string archive_error = archive.ok() ? "" : archive.message();
   for (size_t i = 0; i < jobs.size(); ++i) {
     st[i].corr->set_inputs(st[i].inputs);
     Diagnosis d = st[i].corr->finish();
@@ -131,6 +122,7 @@ void run_archive(const std::vector<const JobSpec*>& jobs, const Matcher& matcher
     // Nothing at all was read: an error row. Something was read: the partial verdict, plus the error.
     if (read_nothing(d.inputs)) {
       rec.verdict = "error";
+      if (rec.error.empty() && rec.skipped) rec.error = only_binary_files(rec.skipped);
       if (rec.error.empty()) rec.error = archive_error.empty() ? "no member of this job could be read" : archive_error;
     }
     results[slots[i]] = std::make_unique<JobOutput>();
@@ -149,6 +141,7 @@ struct Summary {
   size_t jobs = 0, diagnosed = 0, unrecognized = 0, clean = 0, errors = 0;
   size_t partial = 0;  // jobs with a verdict whose inputs could not all be read completely
   uint64_t bytes = 0;
+  uint64_t skipped = 0;  // binary files not read, in all jobs
   struct Group {
     std::string id, title, severity, category, action;
     size_t count = 0;
@@ -170,6 +163,7 @@ class SummaryBuilder {
   void add(const JobRecord& r) {
     ++s_.jobs;
     s_.bytes += r.bytes;
+    s_.skipped += r.skipped;
     if (r.verdict != "error" && !r.error.empty()) {  // read partially: counted by its verdict, listed here too
       ++s_.partial;
       s_.error_rows.push_back({r.job, "read partially (the verdict is from what was read): " + r.error});
@@ -234,7 +228,7 @@ json summary_json(const Summary& s) {
                         {"example_line", sanitize_utf8(c.example_line)}});
   for (const auto& [j, e] : s.error_rows) errors.push_back({{"job", j}, {"error", e}});
   return {{"type", "summary"},  {"jobs", s.jobs},     {"diagnosed", s.diagnosed}, {"unrecognized", s.unrecognized},
-          {"clean", s.clean},   {"errors", s.errors}, {"partial", s.partial}, {"bytes", s.bytes},         {"failures", groups},
+          {"clean", s.clean},   {"errors", s.errors}, {"partial", s.partial}, {"bytes", s.bytes},         {"skipped_binary", s.skipped}, {"failures", groups},
           {"unrecognized_clusters", clusters}, {"error_rows", errors}};
 }
 
@@ -259,8 +253,8 @@ void render_summary(const Summary& s, const TriageOptions& o, std::ostream& out)
   bool md = o.format == "markdown";
   auto pct = [&](size_t n) { return s.jobs ? 100.0 * static_cast<double>(n) / static_cast<double>(s.jobs) : 0.0; };
   if (md) out << "# firstfault triage\n\n";
-  out << fmt::format("{} job(s): {} diagnosed, {} unrecognized, {} clean, {} error(s)\n\n", s.jobs, s.diagnosed,
-                     s.unrecognized, s.clean, s.errors);
+  out << fmt::format("{} job(s): {} diagnosed, {} unrecognized, {} clean, {} error(s){}\n\n", s.jobs, s.diagnosed,
+                     s.unrecognized, s.clean, s.errors, s.skipped ? fmt::format("; {} binary file(s) skipped", s.skipped) : "");
   if (!o.unknown_only && !s.groups.empty()) {
     if (md) out << "| count | share | severity | action | entry | title | examples |\n|---:|---:|---|---|---|---|---|\n";
     else out << fmt::format("{:>6} {:>6}  {:<9} {:<17} {:<44} {}\n", "count", "share", "severity", "action", "entry", "example jobs");
@@ -314,7 +308,10 @@ JobRecord record_of_json(const json& j) {
   if (j.contains("action") && j["action"].is_object()) r.action = j["action"].value("kind", "");
   if (j.contains("first_error") && j["first_error"].is_object()) r.first_error = j["first_error"].value("text", "");
   if (j.contains("inputs") && j["inputs"].is_array())
-    for (const auto& in : j["inputs"]) r.bytes += in.value("bytes", 0ull);
+    for (const auto& in : j["inputs"]) {
+      r.bytes += in.value("bytes", 0ull);
+      r.skipped += in.contains("skipped");
+    }
   return r;
 }
 
@@ -406,6 +403,10 @@ int run_triage(const TriageOptions& o, std::ostream& out) {
       else if (o.format == "jsonl" && !(o.unknown_only && recs[i].verdict != "unrecognized")) out << json_lines[i] << "\n";
     }
   } else {
+    if (o.paths.empty()) {
+      fmt::print(stderr, "firstfault: nothing to triage: give the job directories, files or archives as PATH\n");
+      return kExitUsage;
+    }
     unsigned shard_i = 1, shard_n = 1;
     if (!o.shard.empty() && (std::sscanf(o.shard.c_str(), "%u/%u", &shard_i, &shard_n) != 2 || shard_n == 0 ||
                              shard_i == 0 || shard_i > shard_n)) {
@@ -420,12 +421,15 @@ int run_triage(const TriageOptions& o, std::ostream& out) {
         return kExitUsage;
       }
     }
+    bool filter_ok = true;
+    std::shared_ptr<const PathFilter> filter = path_filter_or_report(o.files, filter_ok);
+    if (!filter_ok) return kExitUsage;
     auto engine = load_engine(o.common);
     if (!engine) return kExitUsage;
     const Library& lib = engine->library;
     const Matcher& matcher = *engine->matcher;
     std::vector<JobRecord> discovery_errors;
-    std::vector<JobSpec> all = discover_jobs(o, discovery_errors);
+    std::vector<JobSpec> all = discover_jobs(o, filter.get(), discovery_errors);
     std::vector<JobSpec> jobs;
     jobs.reserve(all.size() + discovery_errors.size());
     for (auto& j : all)
@@ -470,6 +474,7 @@ int run_triage(const TriageOptions& o, std::ostream& out) {
     ao.rank_from = o.rank_from;
     ao.threads = 1;  // parallelism is across jobs here
     ao.tables = std::make_shared<const CorrelatorTables>(lib, matcher.tail_patterns());
+    ao.filter = filter;  // for archives inside a job's folder
     unsigned workers = o.jobs ? o.jobs : std::max(1u, std::thread::hardware_concurrency());
     // Workers stay within a window of the writer, so one slow job cannot make every later
     // finished job wait in memory (items are in order of their first job, so the item holding
@@ -498,16 +503,7 @@ int run_triage(const TriageOptions& o, std::ostream& out) {
           if (auto e = disc_err.find(spec.id); e != disc_err.end() && spec.files.empty()) {
             res.rec = e->second;
           } else {
-            JobResult r = analyze_paths(spec.files, matcher, ao);
-            JobRecord rec = record_of(spec.id, r.diagnosis);
-            if (!r.problems.empty()) {
-              // As in diagnose: an error row only when no input yielded a line; a truncated
-              // file keeps its partial verdict (the summary lists it as read partially).
-              rec.error = r.problems.front().path + ": " + r.problems.front().reason;
-              if (read_nothing(r.diagnosis.inputs)) rec.verdict = "error";
-            }
-            res.rec = std::move(rec);
-            if (res.rec.verdict != "error") res.diagnosis = std::move(r.diagnosis);
+            run_files(spec, matcher, ao, res);
           }
           if (!redact) finish_output(res, nullptr, want_json, lib);
         }

@@ -154,11 +154,113 @@ YAML
   random_binary)
     head -c $(( 8 * 1024 * 1024 )) /dev/urandom > "$tmp/random.bin"
     printf 'x' | dd of="$tmp/random.bin" bs=1 count=1 conv=notrunc 2>/dev/null  # never a compression magic
+    # Random bytes hold a NUL in their first 64 KiB: a binary file, skipped; named alone, that
+    # leaves nothing to diagnose.
     run diagnose --format json "$tmp/random.bin"
-    expect_rc 1; expect_out '"bytes": 8388608'; expect_no_err
-    run diagnose "$tmp/random.bin"
+    expect_rc 2; expect_err "firstfault: $tmp/random.bin: binary file (NUL byte at offset "
+    [ ! -s "$tmp/out" ] || fail "stdout not empty for a skipped binary file"
+    # Without NUL bytes they are text: read to the end, and they cannot drive the terminal.
+    tr -d '\000' < "$tmp/random.bin" > "$tmp/noise.txt"
+    run diagnose --format json "$tmp/noise.txt"
+    expect_rc 1; expect_out "\"bytes\": $(stat -c %s "$tmp/noise.txt")"; expect_no_err
+    run diagnose "$tmp/noise.txt"
     expect_rc 1
     ! grep -q $'\x1b' "$tmp/out" || fail "log bytes reached the terminal as escape sequences" ;;
+  binary_files)
+    # Binary files (a NUL byte in the first 64 KiB) are skipped as ripgrep skips them: found in a
+    # directory, noted with -v and counted; named on the command line, noted always.
+    mkdir -p "$tmp/jobs/run" "$tmp/jobs/other"
+    oom 1 > "$tmp/jobs/run/rank1.log"; timeout_line 0 > "$tmp/jobs/other/rank0.log"
+    printf '\x10\x5c\0\0\0\0\0\0{"w": {}}' > "$tmp/jobs/run/model.safetensors"
+    run diagnose "$tmp/jobs/run"
+    expect_rc 0; expect_no_err; expect_out "Note: 1 binary file(s) skipped"
+    run diagnose -v "$tmp/jobs/run"
+    expect_rc 0; expect_err "firstfault: $tmp/jobs/run/model.safetensors: skipped: binary file (NUL byte at offset 2)"
+    run diagnose --format json "$tmp/jobs/run"
+    expect_rc 0; expect_no_err; expect_out '"skipped": "binary file (NUL byte at offset 2)"'
+    run diagnose "$tmp/jobs/run/model.safetensors" "$tmp/jobs/run/rank1.log"
+    expect_rc 0; expect_err "firstfault: $tmp/jobs/run/model.safetensors: skipped: binary file"; expect_out "[cuda-oom]"
+    run diagnose "$tmp/jobs/run/model.safetensors"
+    expect_rc 2; expect_err "firstfault: $tmp/jobs/run/model.safetensors: binary file (NUL byte at offset 2)"
+    expect_err "nothing to diagnose"
+    "$bin" < "$tmp/jobs/run/model.safetensors" > "$tmp/out" 2> "$tmp/err"; rc=$?  # stdin is named too
+    expect_rc 2; expect_err "firstfault: -: binary file (NUL byte at offset 2)"; expect_err "from stdin"
+    run timeline "$tmp/jobs/run"
+    expect_rc 0; expect_no_err; expect_out "(1 binary file(s) skipped)"
+    run triage --no-progress "$tmp/jobs"
+    expect_rc 0; expect_out "2 job(s): 2 diagnosed, 0 unrecognized, 0 clean, 0 error(s); 1 binary file(s) skipped" ;;
+  nothing_to_diagnose)
+    # No input yielded a line: an error (exit 2) naming each input and its reason, in every
+    # format and command; never a "no failure found" verdict. stdout holds no result for text
+    # and JSON; the CI formats still write their report, which carries the input errors.
+    mkdir "$tmp/empty"
+    printf '\x1f\x8b\x08' > "$tmp/cut.log.gz"  # a gzip header cut short: yields nothing
+    for inputs in "$tmp/empty" "/proc/self/mem" "$tmp/cut.log.gz" "$tmp/empty /proc/self/mem $tmp/nope.log"; do
+      for cmd in "diagnose -f text" "diagnose -f json" "diagnose -f github" "diagnose -f markdown" "diagnose -f sarif" \
+                 "diagnose -f gitlab" "diagnose -f junit" "timeline -f text" "timeline -f json"; do
+        # shellcheck disable=SC2086
+        run $cmd $inputs
+        what="$cmd $inputs"
+        [ "$rc" = 2 ] || fail "$what: exit code $rc, expected 2"
+        grep -qF "nothing to diagnose: no line could be read from ${inputs%% *}" "$tmp/err" || fail "$what: stderr lacks the summary: $(cat "$tmp/err")"
+        for path in $inputs; do grep -qF "firstfault: $path: " "$tmp/err" || fail "$what: stderr does not name $path"; done
+        ! grep -qiE 'no failure found|"clean"|verdict" value="clean' "$tmp/out" || fail "$what: reported as clean: $(head -c 300 "$tmp/out")"
+        case $cmd in
+          *text|*json) [ ! -s "$tmp/out" ] || fail "$what: stdout not empty: $(head -c 300 "$tmp/out")" ;;
+          *) grep -qF -- "${inputs%% *}" "$tmp/out" || fail "$what: the report does not name the input" ;;
+        esac
+      done
+    done
+    tar -C "$tmp/empty" -czf "$tmp/empty.tgz" .
+    for format in table jsonl csv markdown; do
+      run triage --no-progress -f "$format" "$tmp/empty" "$tmp/empty.tgz" "$tmp/cut.log.gz"
+      expect_rc 2
+      expect_out "no file to read in this directory"; expect_out "the archive holds no file"; expect_out "incomplete header"
+    done
+    run triage
+    expect_rc 2; expect_err "nothing to triage" ;;
+  some_inputs_bad)
+    # Good inputs are still diagnosed beside bad ones, in every format; exit 2 says one failed.
+    oom 2 > "$tmp/rank2.log"; timeout_line 0 > "$tmp/rank0.log"
+    for format in text json github markdown sarif gitlab junit; do
+      run diagnose -f "$format" "$tmp/rank2.log" "$tmp/nope.log" "$tmp/rank0.log"
+      expect_rc 2; expect_err "firstfault: $tmp/nope.log: no such file or directory"; expect_out "cuda-oom"
+    done
+    for format in text json; do
+      run timeline -f "$format" "$tmp/rank2.log" "$tmp/nope.log" "$tmp/rank0.log"
+      expect_rc 2; expect_err "firstfault: $tmp/nope.log: no such file or directory"; expect_out "initiating"
+    done
+    mkdir -p "$tmp/jobs/a" "$tmp/jobs/b"; cp "$tmp/rank2.log" "$tmp/jobs/a/"; ln -s /proc/self/mem "$tmp/jobs/b/rank0.log"
+    for format in table jsonl csv markdown; do
+      run triage --no-progress -f "$format" "$tmp/jobs"
+      expect_rc 2; expect_out "cuda-oom"; expect_out "rank0.log"
+    done ;;
+  file_choice)
+    # --glob and --exclude on every command that reads directories and archives; a bad glob is
+    # a usage error that names it.
+    mkdir -p "$tmp/run/ckpt"
+    oom 2 > "$tmp/run/rank2.log"; oom 5 > "$tmp/run/ckpt/rank5.log"; timeout_line 0 > "$tmp/run/rank0.txt"
+    run diagnose --exclude ckpt --glob '*.log' "$tmp/run"
+    expect_rc 0; expect_out "Initiating rank: 2"; expect_no_err
+    run timeline -f json --glob '!ckpt/' "$tmp/run"
+    expect_rc 0; expect_out "rank0.txt"; ! grep -q "rank5.log" "$tmp/out" || fail "timeline read the excluded folder"
+    run triage --no-progress --job-depth 0 --exclude 'rank2*' --glob '*.log' "$tmp/run"
+    expect_rc 0; expect_out "cuda-oom"
+    for cmd in diagnose timeline triage; do
+      run "$cmd" --glob 'rank[0-3.log' "$tmp/run"
+      expect_rc 2; expect_err "firstfault: --glob 'rank[0-3.log': unclosed"
+      [ ! -s "$tmp/out" ] || fail "$cmd printed results for a bad glob"
+    done
+    run diagnose --glob '*.out' "$tmp/run"
+    expect_rc 2; expect_err "firstfault: $tmp/run: no file here matches --glob/--exclude" ;;
+  many_jobs)
+    # A directory of many jobs given to diagnose: diagnosed as one job, with a hint to use triage.
+    for j in a b c; do mkdir -p "$tmp/runs/job-$j"; oom 0 > "$tmp/runs/job-$j/rank0.log"; done
+    run diagnose "$tmp/runs"
+    expect_rc 0; expect_out "[cuda-oom]"
+    expect_err "firstfault: $tmp/runs looks like 3 jobs (3 folders each hold their own rank-0 log); use \`firstfault triage $tmp/runs\` to diagnose each"
+    run diagnose "$tmp/runs/job-a"
+    expect_rc 0; expect_no_err ;;
   *) echo "unknown case $case"; exit 2 ;;
 esac
 [ $status = 0 ] && echo "ok: $case"

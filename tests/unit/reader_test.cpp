@@ -2,7 +2,13 @@
 
 #include <unistd.h>
 
+#include <algorithm>
+#include <cstdlib>
+
+#include "firstfault/reader/archive.h"
+#include "firstfault/reader/input.h"
 #include "firstfault/reader/log_reader.h"
+#include "firstfault/reader/path_filter.h"
 #include "test_support.h"
 
 using namespace firstfault;
@@ -77,15 +83,54 @@ TEST_CASE("reader: a line longer than the read buffer is counted, not kept, and 
   CHECK(c.lines[2] == "last");
 }
 
-TEST_CASE("reader: empty file and NUL bytes") {
+TEST_CASE("reader: empty file and NUL bytes past the first block") {
   test::TempDir dir;
   Collect c;
   ReadStats st;
   REQUIRE(read_input({dir.write("empty.log", ""), false}, c, st).ok());
   CHECK(c.lines.empty());
+  CHECK_FALSE(st.binary_at);
   Collect n;
-  REQUIRE(read_input({dir.write("nul.log", std::string("a\0b\nc\n", 6)), false}, n, st).ok());
-  CHECK(n.lines.size() == 2);
+  std::string text = std::string(kBinaryProbeBytes, 'x') + "\n" + std::string("a\0b\nc\n", 6);
+  REQUIRE(read_input({dir.write("nul.log", text), false}, n, st).ok());
+  CHECK_FALSE(st.binary_at);
+  CHECK(n.lines.size() == 3);  // passed on: the line feed removes them
+}
+
+TEST_CASE("reader: binary content is a NUL byte in the first block, except a zero-filled tail after text") {
+  CHECK(binary_marker("step 1\nstep 2\n") == std::nullopt);
+  CHECK(binary_marker(std::string("\x10\x5c\0\0\0\0\0\0{\"__metadata__\"", 20)) == 2u);  // safetensors header
+  CHECK(binary_marker(std::string("a\0b\nc\n", 6)) == 1u);
+  CHECK(binary_marker(std::string("step 1\nst\0\0\0\0", 14)) == std::nullopt);  // a crashed node's zero tail
+  CHECK(binary_marker(std::string("step 1\nst\0\0x", 12)) == 9u);               // text again after the NULs
+  CHECK(binary_marker(std::string("no newline\0\0", 12)) == 10u);                 // no line of text before them
+  CHECK(binary_marker(std::string(4096, '\0')) == 0u);
+}
+
+TEST_CASE("reader: binary content is not read, whether plain, mapped or compressed") {
+  test::TempDir dir;
+  std::string checkpoint = std::string("\x10\x5c\0\0\0\0\0\0", 8) + "{\"w\": {}}\nsome\nlines\n";
+  std::string big = checkpoint + std::string(2u << 20, '\n');  // mapped: 1 MiB and more
+  for (const auto& [name, bytes] : {std::pair{"model.safetensors", checkpoint}, {"big.bin", big}}) {
+    INFO(name);
+    Collect c;
+    ReadStats st;
+    REQUIRE(read_input({dir.write(name, bytes), false}, c, st).ok());
+    CHECK(st.binary_at == 2u);
+    CHECK(c.lines.empty());
+    CHECK(st.bytes == 0);
+  }
+  // Compressed: the decompressed content decides (a gzip header has NUL bytes of its own).
+  REQUIRE(std::system(("gzip -c " + dir.path() + "/model.safetensors > " + dir.path() + "/model.gz").c_str()) == 0);
+  REQUIRE(std::system(("printf 'step 1\\n' | gzip -c > " + dir.path() + "/log.gz").c_str()) == 0);
+  Collect z, t;
+  ReadStats zs, ts;
+  REQUIRE(read_input({dir.path() + "/model.gz", false}, z, zs).ok());
+  CHECK(zs.binary_at == 2u);
+  CHECK(z.lines.empty());
+  REQUIRE(read_input({dir.path() + "/log.gz", false}, t, ts).ok());
+  CHECK_FALSE(ts.binary_at);
+  CHECK(t.lines == std::vector<std::string>{"step 1"});
 }
 
 TEST_CASE("inputs: directories are walked in sorted order; missing paths are reported, the rest kept") {
@@ -101,6 +146,37 @@ TEST_CASE("inputs: directories are walked in sorted order; missing paths are rep
   CHECK(inputs[2].path.find("sub/rank2.log") != std::string::npos);
   REQUIRE(problems.size() == 1);
   CHECK(problems[0].reason == "no such file or directory");
+}
+
+TEST_CASE("inputs: --glob and --exclude choose what a walk and an archive give, never the paths named") {
+  test::TempDir dir;
+  dir.write("run/rank0.log", "x\n");
+  dir.write("run/launcher.out", "x\n");
+  dir.write("run/ckpt/step-100/rank0.log", "x\n");
+  dir.write("run/nested/rank1.log", "x\n");
+  REQUIRE(std::system(("cd " + dir.path() + " && tar czf logs.tar.gz run").c_str()) == 0);
+  Result<PathFilter> f = PathFilter::make({"*.log"}, {"ckpt"});
+  REQUIRE(f.ok());
+  auto paths = [](const std::vector<InputSource>& inputs) {
+    std::vector<std::string> out;
+    for (const auto& in : inputs) out.push_back(in.path.substr(in.path.rfind("run/")));
+    return out;
+  };
+  std::vector<InputProblem> problems;
+  auto walked = expand_inputs({dir.path() + "/run"}, problems, &*f);
+  CHECK(paths(walked) == std::vector<std::string>{"run/nested/rank1.log", "run/rank0.log"});
+  auto members = expand_archives(expand_inputs({dir.path() + "/logs.tar.gz"}, problems, &*f), &*f);
+  std::vector<std::string> names;
+  for (const auto& m : members) names.push_back(m.member);
+  std::sort(names.begin(), names.end());
+  CHECK(names == std::vector<std::string>{"run/nested/rank1.log", "run/rank0.log"});
+  // An archive found in a walk is a container: --glob '*.log' does not drop it, its members decide.
+  auto in_walk = expand_archives(expand_inputs({dir.path()}, problems, &*f), &*f);
+  CHECK(in_walk.size() == 4);
+  // A path named on the command line is read whatever the globs say, as ripgrep does.
+  auto named = expand_inputs({dir.path() + "/run/launcher.out"}, problems, &*f);
+  CHECK(named.size() == 1);
+  CHECK(problems.empty());
 }
 
 TEST_CASE("inputs: a symlink loop does not recurse forever") {

@@ -133,14 +133,15 @@ bool any_contains(const std::vector<std::string>& v, const std::string& needle) 
 // ---------------------------------------------------------------------------------------------
 // Bad input
 
-TEST_CASE("reliability: random binary is read to the end, matches nothing by accident, JSON stays valid") {
+TEST_CASE("reliability: random bytes without NUL are read to the end, match nothing by accident, JSON stays valid") {
   Fixture f;
   std::mt19937 rng(42);
   std::string bytes(4 << 20, '\0');
-  for (auto& c : bytes) c = static_cast<char>(rng());
-  bytes[0] = 'x';  // not a compression magic: read as text
+  for (auto& c : bytes) c = static_cast<char>(rng() % 255 + 1);  // no NUL: not binary, read as text
+  bytes[0] = 'x';  // not a compression magic
   JobResult r = f.run(bytes, "random.bin");
   CHECK(r.problems.empty());
+  CHECK(r.skipped.empty());
   CHECK(r.diagnosis.verdict != "diagnosed");
   REQUIRE(r.diagnosis.inputs.size() == 1);
   CHECK(r.diagnosis.inputs[0].bytes == bytes.size());
@@ -151,20 +152,32 @@ TEST_CASE("reliability: random binary is read to the end, matches nothing by acc
   CHECK(t.find('\x1b') == std::string::npos);  // log bytes never drive the terminal
 }
 
-TEST_CASE("reliability: NUL bytes are removed before matching and never reach the output") {
+TEST_CASE("reliability: NUL bytes past the first block are removed before matching and never reach the output") {
   Fixture f;
   std::string line = oom(3);
   line.insert(20, std::string("\0\0", 2));  // inside the c10 header
   line.insert(60, std::string("\0", 1));    // inside the message
-  JobResult r = f.run(std::string("\0\0\0\n", 4) + line);
+  std::string first_block = noise_lines(1000, 7);  // text: NULs past it do not make the file binary
+  REQUIRE(first_block.size() > kBinaryProbeBytes);
+  JobResult r = f.run(first_block + std::string("\0\0\0\n", 4) + line);
+  CHECK(r.skipped.empty());
   REQUIRE(r.diagnosis.entry);
   CHECK(r.diagnosis.entry->id == "cuda-oom");
   REQUIRE(r.diagnosis.initiating.rank);
   CHECK(*r.diagnosis.initiating.rank == 3);
   REQUIRE(r.diagnosis.initiating.first_evidence);
   CHECK(r.diagnosis.initiating.first_evidence->text.find('\0') == std::string::npos);
-  CHECK(r.diagnosis.initiating.first_evidence->line == 2);
+  CHECK(r.diagnosis.initiating.first_evidence->line == 1002);
   f.json(r.diagnosis);
+}
+
+TEST_CASE("reliability: a log with the zero-filled tail of a crashed node is read, not skipped as binary") {
+  Fixture f;
+  // The node died: the file's size reached the disk, its last page did not and reads as zeros.
+  JobResult r = f.run(oom(5) + timeout(0, 3) + "[rank1]:[E1107 10:02:41.3" + std::string(3000, '\0'));
+  CHECK(r.skipped.empty());
+  REQUIRE(r.diagnosis.entry);
+  CHECK(r.diagnosis.initiating.rank == 5);
 }
 
 TEST_CASE("reliability: invalid UTF-8 is replaced with U+FFFD in the JSON, which stays valid") {
@@ -351,6 +364,34 @@ TEST_CASE("reliability: a missing path and an unreadable file among good ones ar
   }
 }
 
+TEST_CASE("reliability: no input at all is an error naming each input and its reason, never a clean verdict") {
+  Fixture f;
+  fs::create_directories(f.dir.path() + "/empty");
+  std::string cut = f.dir.write("cut.log.gz", "\x1f\x8b\x08");  // a gzip header cut short
+  const std::vector<std::vector<std::string>> cases = {
+      {f.dir.path() + "/empty"}, {"/proc/self/mem"}, {cut}, {f.dir.path() + "/empty", cut, f.dir.path() + "/nope.log"}};
+  for (const auto& paths : cases) {
+    INFO(paths.front() << " and " << paths.size() - 1 << " more");
+    JobResult r = f.run_paths(paths);
+    CHECK(r.diagnosis.verdict == "error");
+    CHECK_FALSE(r.diagnosis.entry);
+    for (const auto& p : paths) {  // every given path is named with a reason, on stderr and in the inputs
+      bool problem = std::any_of(r.problems.begin(), r.problems.end(), [&](const InputProblem& x) { return x.path == p && !x.reason.empty(); });
+      bool row = std::any_of(r.diagnosis.inputs.begin(), r.diagnosis.inputs.end(),
+                             [&](const InputSummary& x) { return x.path == p && !x.error.empty(); });
+      CHECK(problem);
+      CHECK(row);
+    }
+  }
+  JobResult empty_dir = f.run_paths({f.dir.path() + "/empty"});
+  REQUIRE(empty_dir.problems.size() == 1);
+  CHECK(empty_dir.problems[0].reason == "no file to read in this directory");
+  // An empty directory beside a good file is no problem: the file is the job.
+  JobResult beside = f.run_paths({f.dir.path() + "/empty", f.dir.write("rank1.log", oom(1))});
+  CHECK(beside.problems.empty());
+  CHECK(beside.diagnosis.verdict == "diagnosed");
+}
+
 TEST_CASE("reliability: a FIFO is read like a file, also inside a directory") {
   Fixture f;
   fs::create_directories(f.dir.path() + "/job");
@@ -509,6 +550,139 @@ std::vector<Member> three_jobs() {
           {"job-c/rank0.log", oom(2) + noise_lines(20000, 13)}};
 }
 }  // namespace
+
+TEST_CASE("reliability: binary files in a directory or an archive are skipped by content and counted, not read") {
+  Fixture f;
+  // A run folder as training leaves it: rank logs beside a checkpoint (> 1 MiB: the mapped path),
+  // a pickled optimizer state, a compressed binary, and one sparse file big enough to be split
+  // across threads if it were text.
+  f.dir.write("run/rank0.log", timeout(0, 4));
+  f.dir.write("run/rank1.log", oom(1));
+  std::string safetensors = std::string("\x10\x5c\0\0\0\0\0\0{\"w\":{}}", 16) + std::string(3u << 20, '\x3f');
+  f.dir.write("run/model.safetensors", safetensors);
+  f.dir.write("run/optimizer.pt", std::string("PK\x03\x04\x14\0\0\0", 8) + "archive/data.pkl\n");
+  REQUIRE(std::system(("gzip -c " + f.dir.path() + "/run/model.safetensors > " + f.dir.path() + "/run/model.safetensors.gz").c_str()) == 0);
+  {
+    std::ofstream sparse(f.dir.path() + "/run/core.dump", std::ios::binary);
+    sparse.seekp((40 << 20) - 1);
+    sparse.put('\n');  // 40 MiB, all zeros but the last byte
+  }
+  JobResult r = f.run_paths({f.dir.path() + "/run"});
+  CHECK(r.problems.empty());  // skipping is not an error
+  REQUIRE(r.diagnosis.entry);
+  CHECK(r.diagnosis.entry->id == "cuda-oom");
+  CHECK(r.diagnosis.initiating.rank == 1);
+  CHECK(r.diagnosis.total_lines == 2);  // the checkpoint was 3 MiB of "lines" before
+  CHECK(r.diagnosis.skipped_inputs == 4);
+  REQUIRE(r.skipped.size() == 4);
+  for (const auto& sk : r.skipped) {
+    CHECK_FALSE(sk.named);  // found in the walk: noted with -v only
+    CHECK(sk.reason.rfind("binary file (NUL byte at offset ", 0) == 0);
+  }
+  nlohmann::json j = f.json(r.diagnosis);
+  size_t skipped_rows = 0;
+  for (const auto& in : j["inputs"]) skipped_rows += in.contains("skipped") && in["lines"] == 0 && in["bytes"] == 0;
+  CHECK(skipped_rows == 4);
+  CHECK(f.text(r.diagnosis).find("Note: 4 binary file(s) skipped") != std::string::npos);
+
+  // The same run as a tar.gz: its binary members are skipped the same way, for diagnose and triage.
+  REQUIRE(std::system(("cd " + f.dir.path() + " && tar czf run.tar.gz run").c_str()) == 0);
+  JobResult a = f.run_paths({f.dir.path() + "/run.tar.gz"});
+  CHECK(a.problems.empty());
+  CHECK(a.diagnosis.skipped_inputs == 4);
+  CHECK(a.diagnosis.total_lines == 2);
+  REQUIRE(a.diagnosis.entry);
+  CHECK(a.diagnosis.entry->id == "cuda-oom");
+  TriageRun t = triage({f.dir.path()});  // two jobs: the folder run/ and the archive's run/
+  CHECK(t.rc == kExitDiagnosed);
+  CHECK(t.summary["diagnosed"] == 2);
+  CHECK(t.summary["skipped_binary"] == 8);
+  CHECK(t.out.find("; 8 binary file(s) skipped") != std::string::npos);
+  // Only binary files: nothing to diagnose, and the reason says so.
+  f.dir.write("weights/model.safetensors", safetensors);
+  JobResult w = f.run_paths({f.dir.path() + "/weights"});
+  CHECK(w.diagnosis.verdict == "error");
+  REQUIRE(w.problems.size() == 1);
+  CHECK(w.problems[0].reason == "only binary files here (1 skipped)");
+  // Named itself, a binary file is skipped too; with nothing else, that is the error.
+  JobResult named = f.run_paths({f.dir.path() + "/weights/model.safetensors", f.dir.path() + "/run/rank1.log"});
+  REQUIRE(named.skipped.size() == 1);
+  CHECK(named.skipped[0].named);
+  CHECK(named.problems.empty());
+  CHECK(named.diagnosis.verdict == "diagnosed");
+  JobResult alone = f.run_paths({f.dir.path() + "/weights/model.safetensors"});
+  CHECK(alone.diagnosis.verdict == "error");
+  REQUIRE(alone.problems.size() == 1);
+  CHECK(alone.problems[0].reason == "binary file (NUL byte at offset 2)");
+}
+
+TEST_CASE("reliability: diagnose reads a tar or zip member by member, as it reads the unpacked files") {
+  Fixture f;
+  // rank3.log has no rank prefix: its rank comes from the member's name, as a file's from its path.
+  std::vector<Member> job = {{"job/rank0.log", timeout(0, 9)},
+                             {"job/rank3.log", "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB.\n"},
+                             {"job/rank1.log", timeout(1, 9)}};
+  for (const auto& m : job) f.dir.write("unpacked/" + m.name, m.text);
+  JobResult unpacked = f.run_paths({f.dir.path() + "/unpacked"});
+  REQUIRE(unpacked.diagnosis.entry);
+  REQUIRE(unpacked.diagnosis.initiating.rank == 3);
+  for (auto [format, filter, name] : {std::tuple{"ustar", "gzip", "job.tar.gz"}, {"ustar", "none", "job.tar"},
+                                      {"zip", "none", "job.zip"}, {"ustar", "zstd", "job-without-a-suffix"}}) {
+    INFO(name);
+    JobResult r = f.run_paths({f.dir.write(name, make_archive(job, format, filter))});
+    CHECK(r.problems.empty());
+    REQUIRE(r.diagnosis.entry);
+    CHECK(r.diagnosis.entry->id == unpacked.diagnosis.entry->id);
+    CHECK(r.diagnosis.initiating.rank == 3);
+    REQUIRE(r.diagnosis.inputs.size() == 3);
+    CHECK(r.diagnosis.inputs[1].path == f.dir.path() + "/" + name + "!job/rank3.log");  // archive order
+    CHECK(r.diagnosis.inputs[1].lines == 1);
+  }
+  // A cut tar.gz: the members before the cut are read whole, the cut one up to the damage.
+  std::string tgz = make_archive(three_jobs(), "ustar", "gzip");
+  JobResult cut = f.run_paths({f.dir.write("cut.tar.gz", tgz.substr(0, tgz.size() * 5 / 6))});
+  REQUIRE(cut.diagnosis.inputs.size() == 3);
+  CHECK(cut.diagnosis.inputs[0].error.empty());
+  CHECK(cut.diagnosis.inputs[1].error.empty());
+  CHECK_FALSE(cut.diagnosis.inputs[2].error.empty());
+  CHECK(cut.diagnosis.inputs[2].lines > 0);
+  CHECK(cut.diagnosis.verdict == "diagnosed");
+  REQUIRE(cut.problems.size() == 1);
+  CHECK(cut.problems[0].path == f.dir.path() + "/cut.tar.gz!job-c/rank0.log");
+  // An archive with no file: nothing to diagnose, and the reason names it.
+  JobResult empty = f.run_paths({f.dir.write("empty.tar", make_archive({}, "ustar", "none"))});
+  CHECK(empty.diagnosis.verdict == "error");
+  REQUIRE(empty.problems.size() == 1);
+  CHECK(empty.problems[0].reason == "the archive holds no file");
+}
+
+TEST_CASE("reliability: a directory or an archive shaped like many jobs is named, one job is not") {
+  Fixture f;
+  for (const char* job : {"job-a", "job-b", "job-c"}) {  // three jobs, each with its own rank 0
+    f.dir.write(std::string("runs/") + job + "/rank0.log", timeout(0, 4));
+    f.dir.write(std::string("runs/") + job + "/rank1.log", oom(1));
+  }
+  // One job split by node: rank 0 is in one folder only. One job with flat rank files.
+  f.dir.write("split/node-0/rank0.log", timeout(0, 4));
+  f.dir.write("split/node-0/rank1.log", timeout(1, 4));
+  f.dir.write("split/node-1/rank2.log", oom(2));
+  f.dir.write("flat/rank0.log", timeout(0, 4));
+  f.dir.write("flat/rank1.log", oom(1));
+  REQUIRE(std::system(("cd " + f.dir.path() + " && tar czf runs.tgz runs && tar -C runs -czf bare.tgz . && tar czf split.tgz split").c_str()) == 0);
+  for (const char* many : {"/runs", "/runs.tgz", "/bare.tgz"}) {
+    INFO(many);
+    JobResult r = f.run_paths({f.dir.path() + many});
+    REQUIRE(r.many_jobs.size() == 1);
+    CHECK(r.many_jobs[0].path == f.dir.path() + many);
+    CHECK(r.many_jobs[0].jobs == 3);
+    CHECK(r.diagnosis.entry);  // still diagnosed, as one job: the hint changes nothing else
+  }
+  for (const char* one : {"/split", "/split.tgz", "/flat", "/runs/job-a"}) {
+    INFO(one);
+    CHECK(f.run_paths({f.dir.path() + one}).many_jobs.empty());
+  }
+  CHECK(f.run_paths({f.dir.path() + "/runs/job-a", f.dir.path() + "/runs/job-b"}).many_jobs.empty());  // named: the user chose
+}
 
 TEST_CASE("reliability: triage keeps the good members of an archive with a corrupt one") {
   test::TempDir dir;

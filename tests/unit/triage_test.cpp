@@ -2,10 +2,13 @@
 
 #include <cstdlib>
 #include <fstream>
+#include <map>
+#include <nlohmann/json.hpp>
 #include <sstream>
 
 #include "firstfault/triage/triage.h"
 #include "firstfault/util/line_template.h"
+#include "firstfault/reader/archive.h"
 #include "test_support.h"
 
 using namespace firstfault;
@@ -93,6 +96,7 @@ TEST_CASE("triage: an unreadable job is an error row and the rest is still proce
   std::string csv = j.run(o);
   INFO(csv);
   CHECK(csv.find("missing-job.log,error") != std::string::npos);
+  CHECK(csv.find("bad.tar.gz,error,,,,,not a readable archive: ") != std::string::npos);  // was dropped in silence
   CHECK(csv.find("job-a,diagnosed,cuda-oom") != std::string::npos);
 }
 
@@ -121,6 +125,133 @@ TEST_CASE("triage: every row says what to do with the job, in every format and a
   merge.merge = {j.dir.write("all.jsonl", jsonl)};
   CHECK(j.run(merge).find("run-1,diagnosed,xid-79-gpu-fell-off-bus,hardware,critical,0,,restart-excluding\n") !=
         std::string::npos);
+}
+
+namespace {
+// Each job of a jsonl run as "name relative to the job root" -> "verdict id rank": the root is
+// `root/` for a directory, `ARCHIVE!` for an archive's members (the archive itself with depth 0).
+std::map<std::string, std::string> job_verdicts(const std::string& jsonl, const std::string& root) {
+  std::map<std::string, std::string> out;
+  std::istringstream lines(jsonl);
+  for (std::string line; std::getline(lines, line);) {
+    nlohmann::json j = nlohmann::json::parse(line);
+    if (j["type"] != "job") continue;
+    std::string job = j["job"];
+    bool under = job.size() > root.size() && job.compare(0, root.size(), root) == 0 &&
+                 (job[root.size()] == '/' || job[root.size()] == '!');
+    std::string rel = job == root ? "" : under ? job.substr(root.size() + 1) : "<outside the root: " + job + ">";
+    const nlohmann::json& d = j["diagnosis"];
+    out[rel] = j.value("verdict", "error") + " " + (d.is_object() ? d.value("id", "") : "") + " rank " +
+               (d.is_object() && d["initiating_rank"].is_number() ? std::to_string(d["initiating_rank"].get<int>()) : "-");
+  }
+  return out;
+}
+}  // namespace
+
+TEST_CASE("triage: an archive made the usual ways gives the jobs of the directory it was made from") {
+  test::TempDir dir;
+  // Three jobs, one of two ranks, and a folder two levels down (for --job-depth 2).
+  dir.write("top/job-a/rank0.log", kb("cuda-oom"));
+  dir.write("top/job-b/rank0.log", kb("host-oom-kill"));
+  dir.write("top/job-b/rank1.log", "step 1 loss 2.0\n");
+  dir.write("top/job-c/attempt_0/rank0.log", kb("nccl-collective-timeout"));
+  const std::string d = dir.path();
+  for (const char* cmd : {"tar czf x.tgz top/", "tar -C top -czf y.tgz .", "zip -qr z.zip top", "cd top && zip -qr ../w.zip ."})
+    REQUIRE(std::system(("cd " + d + " && " + cmd).c_str()) == 0);
+  auto run = [&](const std::string& path, int depth, const std::string& pattern) {
+    TriageOptions o;
+    o.paths = {path};
+    o.format = "jsonl";
+    o.progress = false;
+    o.job_depth = depth;
+    o.job_pattern = pattern;
+    std::ostringstream out;
+    run_triage(o, out);
+    return job_verdicts(out.str(), path);
+  };
+  for (auto [depth, pattern] : {std::pair{1, ""}, {2, ""}, {0, ""}, {1, "job-[ab]"}}) {
+    INFO("--job-depth " << depth << " --job-pattern '" << pattern << "'");
+    auto tree = run(d + "/top", depth, pattern);
+    CHECK(tree.size() == (depth == 0 ? 1u : depth == 2 ? 4u : pattern[0] ? 2u : 3u));
+    if (depth == 1 && !pattern[0]) {
+      CHECK(tree["job-a"] == "diagnosed cuda-oom rank 3");
+      CHECK(tree["job-b"].rfind("diagnosed host-oom-kill", 0) == 0);
+    }
+    for (const char* archive : {"x.tgz", "y.tgz", "z.zip", "w.zip"}) {
+      INFO(archive);
+      CHECK(run(d + "/" + archive, depth, pattern) == tree);
+    }
+  }
+  // Member paths in the output are named as diagnose names them: "y.tgz!job-a/rank0.log", not "!./".
+  TriageOptions o;
+  o.paths = {d + "/y.tgz"};
+  o.format = "jsonl";
+  o.progress = false;
+  std::ostringstream out;
+  run_triage(o, out);
+  CHECK(out.str().find("y.tgz!job-a/rank0.log") != std::string::npos);
+  CHECK(out.str().find("!./") == std::string::npos);
+}
+
+TEST_CASE("triage: --glob and --exclude choose the same files in a directory and in its archive") {
+  test::TempDir dir;
+  dir.write("top/job-a/rank0.log", kb("cuda-oom"));
+  dir.write("top/job-a/ckpt/notes.log", "Traceback (most recent call last):\nValueError: not a log of the job\n");
+  dir.write("top/job-b/rank0.log", kb("host-oom-kill"));
+  dir.write("top/job-c/stdout.txt", kb("nccl-collective-timeout"));
+  REQUIRE(std::system(("cd " + dir.path() + " && tar czf x.tgz top/").c_str()) == 0);
+  auto run = [&](const std::string& path) {
+    TriageOptions o;
+    o.paths = {path};
+    o.format = "jsonl";
+    o.progress = false;
+    o.files.globs = {"*.log"};
+    o.files.excludes = {"ckpt/", "job-b"};
+    std::ostringstream out;
+    CHECK(run_triage(o, out) == kExitDiagnosed);
+    return job_verdicts(out.str(), path);
+  };
+  auto tree = run(dir.path() + "/top");
+  CHECK(tree == std::map<std::string, std::string>{{"job-a", "diagnosed cuda-oom rank 3"}});  // not the ckpt note's error
+  CHECK(run(dir.path() + "/x.tgz") == tree);
+  TriageOptions bad;
+  bad.paths = {dir.path() + "/top"};
+  bad.progress = false;
+  bad.files.globs = {"{unclosed"};
+  std::ostringstream out;
+  CHECK(run_triage(bad, out) == kExitUsage);
+  CHECK(out.str().empty());
+}
+
+TEST_CASE("triage: an archive of one job's folder stays one job") {
+  test::TempDir dir;
+  dir.write("job-17/rank0.log", kb("cuda-oom"));
+  dir.write("job-17/rank1.log", "step 1 loss 2.0\n");
+  REQUIRE(std::system(("cd " + dir.path() + " && mkdir jobs && tar czf jobs/job-17.tgz job-17/").c_str()) == 0);
+  for (const std::string path : {dir.path() + "/jobs/job-17.tgz", dir.path() + "/jobs"}) {
+    INFO(path);
+    TriageOptions o;
+    o.paths = {path};
+    o.format = "jsonl";
+    o.progress = false;
+    std::ostringstream out;
+    run_triage(o, out);
+    auto jobs = job_verdicts(out.str(), dir.path() + "/jobs/job-17.tgz");
+    REQUIRE(jobs.size() == 1);
+    CHECK(jobs.begin()->first == "job-17");
+    CHECK(jobs.begin()->second == "diagnosed cuda-oom rank 3");
+  }
+}
+
+TEST_CASE("triage: archive member names are made relative, and the root is a top folder that holds folders") {
+  CHECK(normalize_member_name("./job-a/./rank0.log") == "job-a/rank0.log");
+  CHECK(normalize_member_name("/job-a//rank0.log") == "job-a/rank0.log");
+  CHECK(archive_root({"top/job-a/rank0.log", "top/job-b/rank0.log"}) == "top/");
+  CHECK(archive_root({"top/README", "top/job-a/rank0.log"}) == "top/");
+  CHECK(archive_root({"job-17/rank0.log", "job-17/rank1.log"}).empty());  // one job's folder
+  CHECK(archive_root({"job-a/rank0.log", "job-b/rank0.log"}).empty());
+  CHECK(archive_root({"top/job-a/rank0.log", "README"}).empty());
+  CHECK(archive_root({"top/job-a/rank0.log", "topper/job-b/rank0.log"}).empty());
 }
 
 TEST_CASE("line_template masks what varies between occurrences of a message") {

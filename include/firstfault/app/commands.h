@@ -1,6 +1,7 @@
 #pragma once
 // The subcommands, as functions of plain option structs, so the CLI stays thin and the tests
 // can run them without a process. Each returns the process exit code.
+#include <functional>
 #include <memory>
 #include <optional>
 #include <ostream>
@@ -12,11 +13,21 @@
 
 namespace firstfault {
 
+struct JobResult;  // app/pipeline.h
+class PathFilter;  // reader/path_filter.h
+
 // Exit codes (docs: README "Exit codes").
 inline constexpr int kExitDiagnosed = 0;
 inline constexpr int kExitUnrecognized = 1;
 inline constexpr int kExitUsage = 2;
 inline constexpr int kExitInterrupted = 130;
+
+// --glob and --exclude (repeatable): which files of a directory or an archive are read
+// (reader/path_filter.h).
+struct FileChoice {
+  std::vector<std::string> globs;
+  std::vector<std::string> excludes;
+};
 
 struct CommonOptions {
   std::vector<std::string> signature_dirs;  // --signatures DIR (repeatable)
@@ -32,6 +43,7 @@ struct DiagnoseOptions {
   bool verbose = false;
   std::string fail_on = "unrecognized";  // --fail-on: none | unrecognized | any | SEVERITY (app/exit_policy.h)
   std::optional<bool> redact;            // --redact / --no-redact; unset: the format's default (util/redact.h)
+  FileChoice files;
 };
 
 struct CheckOptions {
@@ -67,6 +79,7 @@ struct TimelineOptions {
   std::string format = "text";
   std::string rank_from;
   std::optional<bool> redact;  // --redact / --no-redact; unset: off (text and json stay on the machine)
+  FileChoice files;
 };
 
 int run_diagnose(const DiagnoseOptions& o, std::ostream& out);
@@ -86,8 +99,23 @@ struct Engine {
 // every message to stderr and returns nullptr (the caller exits 2).
 std::unique_ptr<Engine> load_engine(const CommonOptions& o);
 
+// Each input problem on stderr, then each binary input skipped: always when it was named itself
+// (as ripgrep does), with `verbose` also those found in a directory or an archive; then a hint for
+// each path that looks like many jobs (triage's business). `shown` makes a path safe to print
+// (masked with --redact).
+void report_inputs(const JobResult& r, bool verbose, const std::function<std::string(const std::string&)>& shown);
+
+// The last stderr line of a run whose inputs yielded no line at all (each input's reason is
+// printed before it): there is nothing to diagnose, so stdout stays empty and the exit code is 2.
+void report_nothing_to_diagnose(const std::vector<std::string>& paths,
+                                const std::function<std::string(const std::string&)>& shown);
+
 // Whether to colour output: --color, NO_COLOR, and whether stdout is a terminal.
 bool want_color(const std::string& mode);
+
+// The filter --glob and --exclude ask for, or nullptr after saying on stderr which glob cannot be
+// read (the caller exits 2). `ok` tells the two nulls apart: none asked for, or a bad one.
+std::shared_ptr<const PathFilter> path_filter_or_report(const FileChoice& files, bool& ok);
 
 // Whether --rank-from REGEX is usable (valid, with a capture group for the rank); when not,
 // says so on stderr and the caller exits 2.

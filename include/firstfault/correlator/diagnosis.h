@@ -57,6 +57,7 @@ struct InputSummary {
   uint64_t long_lines = 0;  // lines longer than the matching cap (kept head only)
   std::string compression;
   std::string error;        // empty when the input was read completely
+  std::string skipped{};    // why it was not read, when on purpose: "binary file (NUL byte at offset 8)"
 };
 
 struct RankDecision {
@@ -91,7 +92,9 @@ struct Limits {
 };
 
 struct Diagnosis {
-  std::string verdict;  // diagnosed | unrecognized | clean
+  // diagnosed | unrecognized | clean, or error when no input yielded a line (app/pipeline.h):
+  // nothing to diagnose, and `inputs` carries each reason.
+  std::string verdict;
   const struct Entry* entry = nullptr;
   double confidence = 0;
   RankDecision initiating;
@@ -115,6 +118,7 @@ struct Diagnosis {
   Limits limits;
   uint64_t total_lines = 0;
   uint64_t total_bytes = 0;
+  uint64_t skipped_inputs = 0;  // inputs not read on purpose (binary files); counted in `inputs` too
 };
 
 }  // namespace firstfault

@@ -4,6 +4,7 @@
 // throws: read problems come back as a Status naming the reason, after everything readable
 // has been delivered.
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <string_view>
 
@@ -16,6 +17,16 @@ namespace firstfault {
 
 // Longest line kept for matching; the rest of a longer line is counted, not kept.
 inline constexpr size_t kMaxLineBytes = 64 * 1024;
+
+// Binary detection looks at this much of an input's (decompressed) content, as ripgrep looks at
+// its first buffer: a model checkpoint or a core dump is not read as millions of text lines.
+inline constexpr size_t kBinaryProbeBytes = 64 * 1024;
+
+// The offset of the NUL byte that makes content whose first block is `head` binary, or nullopt
+// for text. One exception to ripgrep's rule: NULs from some point to the end of the block, after
+// at least one line of text, are the zero-filled tail a crashed node leaves on the log it was
+// writing (its size reached the disk, its last pages did not): a log cut short, read as one.
+std::optional<uint64_t> binary_marker(std::string_view head);
 
 class BlockSink {
  public:
@@ -36,16 +47,21 @@ struct ReadStats {
   uint64_t bytes = 0;             // decompressed bytes delivered
   uint64_t compressed_bytes = 0;  // bytes read from disk (equal to bytes when uncompressed)
   std::string compression;        // "", "gzip", "zstd", "xz", "bzip2"
+  // Set when the content is binary (binary_marker()): where its NUL byte is. Nothing was
+  // delivered then, and `bytes` is 0.
+  std::optional<uint64_t> binary_at;
 };
 
-// Reads `input` to the end (or to the first unrecoverable error) and feeds `sink`.
+// Reads `input` to the end (or to the first unrecoverable error) and feeds `sink`; binary
+// content is not read (ReadStats::binary_at).
 Status read_input(const InputSource& input, BlockSink& sink, ReadStats& stats);
 
 // Reads bytes [begin, end) of a plain file (begin must be a line start); used to split one
-// large file across threads.
+// large file across threads, once its head was found to be text.
 Status read_input_range(const InputSource& input, uint64_t begin, uint64_t end, BlockSink& sink, ReadStats& stats);
 
-// Reads the data of the archive member the archive is positioned at (libarchive handle).
+// Reads the data of the archive member the archive is positioned at (libarchive handle); binary
+// content is not read (ReadStats::binary_at).
 Status read_archive_member(struct archive* a, BlockSink& sink, ReadStats& stats);
 
 // Splits a block into lines and calls fn(line_without_newline) for each; used by the pipeline

@@ -38,6 +38,9 @@ std::string action_phrase(const Action& a, const std::function<std::string(const
 // "Action: restart excluding node-17 (GPU 0000:bd:00) — <reason>": the one line every text-like
 // format prints under the title.
 std::string action_label(const Action& a);
+// "Read 12 line(s), 3400 byte(s) from 2 input(s); 3 binary file(s) skipped." (binary files are
+// not counted as inputs read).
+std::string read_summary(const Diagnosis& d);
 
 // JSON text that stays valid whatever bytes the log held.
 std::string dump_json(const nlohmann::json& j, int indent = 2);

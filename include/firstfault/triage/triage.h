@@ -23,6 +23,7 @@ struct TriageOptions {
   bool unknown_only = false;
   std::vector<std::string> merge;  // --merge: combine jsonl outputs instead of reading logs
   std::string rank_from;
+  FileChoice files;              // --glob, --exclude: which files of the directories and archives
   bool progress = true;          // progress bar on stderr when it is a terminal
   // --redact / --no-redact; unset: on for markdown (made to be shared), off otherwise. One
   // Redactor per run masks the jobs in output order, so pseudonyms do not depend on -j.
@@ -39,6 +40,7 @@ struct JobRecord {
   std::string first_error;  // first error-looking line, for clustering unrecognised jobs
   std::string error;        // set when the job could not be read
   uint64_t bytes = 0;
+  uint64_t skipped = 0;     // binary files not read
 };
 
 // A job: a file, a directory of per-rank files, or a group of members of an archive.
@@ -50,7 +52,14 @@ struct JobSpec {
   std::vector<std::string> members; // member names
 };
 
-std::vector<JobSpec> discover_jobs(const TriageOptions& o, std::vector<JobRecord>& errors);
+// `filter` (null: every file) chooses the files of directories and the members of archives.
+std::vector<JobSpec> discover_jobs(const TriageOptions& o, const PathFilter* filter, std::vector<JobRecord>& errors);
+// The folder an archive's jobs are found in ("top/", or "" for the archive's own root), from its
+// member names made relative (normalize_member_name(), reader/archive.h): when every member lies
+// in one top folder that holds folders, the archive was made as `tar czf x.tgz top/` and that
+// folder plays the directory triage is given. A top folder of files only is one job's folder
+// (`tar czf job-17.tgz job-17/`) and stays a job.
+std::string archive_root(const std::vector<std::string>& names);
 // Deterministic shard membership of a job id for "I/N" (1-based I).
 bool in_shard(const std::string& job, unsigned index, unsigned count);
 
