@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "firstfault/attribution/line_attributor.h"
+#include "firstfault/reader/log_reader.h"
 
 namespace firstfault {
 
@@ -49,17 +50,6 @@ size_t code_points(sv line) {
 }
 
 sv trim_cr(sv line) { return !line.empty() && line.back() == '\r' ? line.substr(0, line.size() - 1) : line; }
-
-template <typename Fn>
-void lines_of(sv block, Fn&& fn) {
-  size_t start = 0;
-  while (start < block.size()) {
-    size_t nl = block.find('\n', start);
-    size_t end = nl == sv::npos ? block.size() : nl;
-    fn(block.substr(start, end - start), nl != sv::npos);
-    start = end + 1;
-  }
-}
 
 }  // namespace
 
@@ -130,7 +120,7 @@ bool continues(sv wrapped, sv line) {
 size_t hard_wrap_width(sv block) {
   std::vector<std::pair<size_t, sv>> lines;  // code points, text
   size_t widest = 0;
-  lines_of(block, [&](sv line, bool) {
+  for_each_line(block, [&](sv line) {
     line = trim_cr(line);
     size_t n = code_points(line);
     widest = std::max(widest, n);
@@ -167,7 +157,7 @@ bool repair_paste(sv block, bool remnants, size_t width, std::string& out) {
   };
   std::string previous;   // the previous physical line, when it filled the width
   bool wrapped = false;
-  lines_of(block, [&](sv line, bool) {
+  for_each_line(block, [&](sv line) {
     sv text = trim_cr(line);
     if (remnants) {
       stripped.clear();
