@@ -123,10 +123,8 @@ class Correlator {
     }
   };
 
-  struct Hits;  // per-entry evaluation (defined in the .cpp)
   std::optional<Traceback> traceback_of_decisive_line(const Diagnosis& d) const;
   std::set<std::pair<uint32_t, uint64_t>> consequence_lines() const;
-  void keep_generic_only_without_specific(std::vector<Hits>& all) const;
 
   // The rank's state (created on first sight); null for no rank or past kMaxRanks. The lookup of
   // a known rank is inline: it runs for every line.
@@ -168,6 +166,26 @@ class Correlator {
                                                        std::optional<int> launcher_rank,
                                                        const std::string& launcher_name) const;
   Evidence to_evidence(const Event& ev, const std::string& pattern, Role role) const;
+
+  // The steps of finish(), each in its own unit (src/correlator/, docs/architecture.md).
+  struct Hits;             // one entry's evaluation (correlator_steps.h)
+  struct Collectives;      // what the ranks' collective timeouts say (correlator_steps.h)
+  struct LauncherVerdict;  // which rank the launcher saw fail first (correlator_steps.h)
+  struct OwnErrors;        // each rank's own first error line, worked out on first use
+  class RankLadder;        // the initiating-rank ladder (rank_ladder.h)
+  std::vector<Hits> evaluate_entries(const ErrorLines& errors) const;  // entry_evaluation.cpp
+  void score_entries(std::vector<Hits>& all, const Event* earliest_root) const;
+  void rank_entries(std::vector<Hits>& all) const;
+  void keep_generic_only_without_specific(std::vector<Hits>& all) const;
+  std::optional<Hits> hang_from_silence() const;
+  Collectives analyse_collectives() const;  // collectives.cpp
+  LauncherVerdict launcher_verdict() const;
+  void explain_unrecognized(Diagnosis& d, const ErrorLines& errors, const LauncherVerdict& launcher,
+                            const OwnErrors& own) const;  // diagnosis_assembly.cpp (with finish())
+  void list_evidence(Diagnosis& d, const Hits& top) const;
+  void assign_collateral(Diagnosis& d, const Hits& top, const Collectives& coll) const;  // collateral.cpp
+  void report_limits(Diagnosis& d) const;    // diagnosis_assembly.cpp
+  void summarise_ranks(Diagnosis& d) const;
 
   const Library& lib_;
   std::vector<std::vector<Event>> events_by_def_;

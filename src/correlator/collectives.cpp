@@ -1,0 +1,147 @@
+// What the job's collective timeouts and its launcher say about ranks, before any entry's
+// evidence is weighed: the second step of Correlator::finish(), read by the rank ladder and the
+// collateral summary (docs/initiating-rank.md).
+#include "correlator_steps.h"
+
+#include "firstfault/util/strings.h"
+
+namespace firstfault {
+
+using correlator_detail::rank_or;
+using correlator_detail::world_or;
+
+Correlator::Collectives Correlator::analyse_collectives() const {
+  Collectives c;
+  std::map<int64_t, std::set<int>> by_seq;
+  std::map<int64_t, std::string> op_of;
+  std::set<int> noseq_reporters;
+  std::string noseq_op;
+  for (size_t def = 0; def < events_by_def_.size(); ++def) {
+    if (!t_.own_timeout[def]) continue;
+    for (const Event& ev : events_by_def_[def]) {
+      if (ev.rank < 0) continue;
+      int64_t seq = ev.capture("seq") ? to_int(*ev.capture("seq")).value_or(-1) : -1;
+      const std::string* op = ev.capture("op");
+      if (seq < 0) {
+        noseq_reporters.insert(ev.rank);
+        if (op) noseq_op = *op;
+        continue;
+      }
+      by_seq[seq].insert(ev.rank);
+      c.timeout_line.emplace(std::pair{ev.rank, seq}, &ev);
+      if (op) op_of[seq] = *op;
+    }
+  }
+  // A flight-recorder dump "due to a collective timeout from this local rank" is that rank's
+  // own timeout (torch >= 2.4 may print it before, or instead of, the watchdog line): stuck at
+  // the work after its last completed one, or, with no counter, in the same hang as the others.
+  std::set<int> local_noseq;
+  if (auto def = lib_.find_pattern("nccl_dump_signal"))
+    for (const Event& ev : events_by_def_[*def]) {
+      if (ev.rank < 0 || ev.capture("detector")) continue;
+      int64_t done = ev.capture("completed") ? to_int(*ev.capture("completed")).value_or(-2) : -2;
+      if (done >= -1) by_seq[done + 1].insert(ev.rank);
+      else local_noseq.insert(ev.rank);
+    }
+  size_t best = 0;
+  for (const auto& [seq, rs] : by_seq)
+    if (rs.size() > best) {  // ties keep the lowest seq: the first collective that hung
+      best = rs.size();
+      c.seq = seq;
+      c.reporters = rs;
+      c.op = op_of[seq];
+    }
+  if (c.seq < 0 && !noseq_reporters.empty()) {
+    c.reporters = noseq_reporters;
+    c.op = noseq_op;
+  }
+  if (!c.reporters.empty()) c.reporters.insert(local_noseq.begin(), local_noseq.end());
+  // The process group of the stuck collective, when a status line names it: counters of
+  // another group (a rank's default PG while an expert-parallel group hung) say nothing about it.
+  int64_t stuck_pg = -1;
+  if (auto def = lib_.find_pattern("nccl_work_status"); def && c.seq >= 0)
+    for (const Event& ev : events_by_def_[*def])
+      if (ev.capture("pg") && ev.capture("seq") && to_int(*ev.capture("seq")).value_or(-1) == c.seq)
+        stuck_pg = to_int(*ev.capture("pg")).value_or(-1);
+  for (auto name : {"nccl_work_status", "nccl_dump_signal"}) {
+    auto def = lib_.find_pattern(name);
+    if (!def) continue;
+    for (const Event& ev : events_by_def_[*def]) {
+      if (ev.rank < 0) continue;
+      if (stuck_pg >= 0 && ev.capture("pg") && to_int(*ev.capture("pg")).value_or(stuck_pg) != stuck_pg) continue;
+      int64_t enq = ev.capture("enqueued") ? to_int(*ev.capture("enqueued")).value_or(-1) : -1;
+      if (enq < 0) continue;
+      auto it = c.enqueued.find(ev.rank);
+      if (it == c.enqueued.end() || enq < it->second) c.enqueued[ev.rank] = enq;
+    }
+  }
+  if (c.seq >= 0)
+    for (const auto& [r, enq] : c.enqueued)
+      if (enq < c.seq) c.behind.insert(r);
+  // A rank that timed out too, but at another SeqNum, reached a collective: it is not missing.
+  // A few works earlier, it is stuck behind the others (they completed works it never did);
+  // later, it got past the collective the others wait in. Far apart, the numbers are likely
+  // from different process groups and say nothing either way.
+  constexpr int64_t kSameGroupWindow = 16;
+  if (c.seq >= 0)
+    for (const auto& [seq, rs] : by_seq)
+      for (int r : rs)
+        if (!c.reporters.count(r) && !c.own_seq.count(r)) {
+          c.own_seq[r] = seq;
+          if (seq < c.seq && c.seq - seq <= kSameGroupWindow) c.behind.insert(r);
+          if (seq > c.seq && seq - c.seq <= kSameGroupWindow) c.ahead.insert(r);
+        }
+  int& world = c.world;
+  for (const auto& [r, rs] : ranks_) world = std::max(world, r + 1);
+  int& init_world = c.init_world;
+  for (auto name : {"nccl_comm_init_rank", "nccl_init_start_rank"})
+    if (auto def = lib_.find_pattern(name))
+      for (const Event& ev : events_by_def_[*def]) init_world = std::max(init_world, world_or(ev.capture("nranks"), 0));
+  world = std::max(world, init_world);
+  for (int r : c.reporters) world = std::max(world, r + 1);
+  if (c.reporters.size() >= 2 && world > 0) {
+    for (int r = 0; r < world; ++r)
+      if (!c.reporters.count(r) && !c.own_seq.count(r)) c.missing.push_back(r);
+    if (c.missing.size() > std::max<size_t>(1, static_cast<size_t>(world) / 8)) c.missing.clear();
+  }
+  return c;
+}
+
+// torchrun's Root Cause block (rank line within a few lines of the header), else mpirun's first
+// failed process.
+Correlator::LauncherVerdict Correlator::launcher_verdict() const {
+  LauncherVerdict v;
+  if (auto hdr = lib_.find_pattern("elastic_root_cause_header"), rk = lib_.find_pattern("elastic_root_cause_rank");
+      hdr && rk) {
+    for (const Event& h : events_by_def_[*hdr])
+      for (const Event& r : events_by_def_[*rk])
+        if (r.input == h.input && r.line > h.line && r.line <= h.line + 8 && !v.rank) {
+          v.rank = rank_or(r.capture("rank"), -1);
+          v.name = "torchrun's \"Root Cause (first observed failure)\"";
+          v.event = &r;
+        }
+  }
+  if (!v.rank)
+    if (auto def = lib_.find_pattern("mpirun_noticed_rank"))
+      for (const Event& ev : events_by_def_[*def])
+        if (int r = rank_or(ev.capture("rank"), -1); r >= 0 && !v.rank) {
+          v.rank = r;
+          v.name = "mpirun's \"noticed that process rank\" line";
+          v.event = &ev;
+        }
+  if (!v.rank)
+    if (auto def = lib_.find_pattern("mpirun_first_failed"))
+      for (const Event& ev : events_by_def_[*def])
+        if (int r = rank_or(ev.capture("rank"), -1); r >= 0 && !v.rank) {
+          v.rank = r;
+          v.name = "mpirun's first failed process";
+          v.event = &ev;
+        }
+  if (v.rank && *v.rank < 0) v.rank.reset();
+  if (auto rk = lib_.find_pattern("elastic_root_cause_rank"))
+    for (const Event& r : events_by_def_[*rk])
+      if (int failed = rank_or(r.capture("rank"), -1); failed >= 0) v.failed_ranks.insert(failed);
+  return v;
+}
+
+}  // namespace firstfault

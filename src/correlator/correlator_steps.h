@@ -1,0 +1,73 @@
+#pragma once
+// Internal to the correlator: what the steps of Correlator::finish() hand to each other.
+// finish() (diagnosis_assembly.cpp) runs them in order: evaluate the entries
+// (entry_evaluation.cpp), read the collective timeouts and the launcher's verdict
+// (collectives.cpp), climb the initiating-rank ladder (rank_ladder.cpp), assign collateral
+// and affected ranks (collateral.cpp), and summarise each rank.
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <set>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "firstfault/correlator/correlator.h"
+
+namespace firstfault {
+
+namespace correlator_detail {
+int to_int_or(const std::string* s, int fallback);
+// A rank or world size captured from a line; numbers no job can have (kMaxRankNumber) are
+// ignored, so `world` and the ranks missing from a timeout stay bounded.
+int rank_or(const std::string* s, int fallback);
+int world_or(const std::string* s, int fallback);
+}  // namespace correlator_detail
+
+// One entry's evaluation against the job's events.
+struct Correlator::Hits {
+  const Entry* entry = nullptr;
+  std::vector<std::vector<const Event*>> by_ref;  // events per ref that satisfy capture rules
+  bool supported = false;
+  bool has_root = false;
+  double confidence = 0;
+  const Event* first_root = nullptr;
+  const Event* first_any = nullptr;
+};
+
+// What the ranks' own collective timeouts (NCCL watchdog, Gloo, flight-recorder dumps) say:
+// the collective most ranks are stuck in, and who is behind, ahead of it or missing from it.
+struct Correlator::Collectives {
+  int64_t seq = -1;
+  std::string op;
+  std::set<int> reporters;
+  std::set<int> behind;  // last enqueued below the stuck seq, or timed out a little earlier
+  std::map<int, int64_t> enqueued;
+  std::map<int, int64_t> own_seq;  // ranks that timed out at another SeqNum: the lowest one
+  std::map<std::pair<int, int64_t>, const Event*> timeout_line;  // (rank, SeqNum) -> its first watchdog line
+  std::set<int> ahead;             // ... at a later one: they got past the stuck collective
+  int world = 0;                   // the job's size: highest rank seen, NCCL init's nranks
+  int init_world = 0;              // the size NCCL init printed, when it did
+  std::vector<int> missing;        // ranks that reported no timeout while most others did
+};
+
+// The launcher's own verdict: torchrun's Root Cause block, mpirun's first failed process.
+struct Correlator::LauncherVerdict {
+  std::optional<int> rank;
+  std::string name;              // how the output names the launcher's line
+  const Event* event = nullptr;  // the line that names `rank`
+  std::set<int> failed_ranks;    // every rank torchrun's summary lists as failed
+};
+
+// Each rank's first error line of its own: worked out at most once, and only where a step needs it.
+struct Correlator::OwnErrors {
+  const Correlator& correlator;
+  const ErrorLines& errors;
+  mutable std::optional<std::map<int, const Event*>> cache;
+  const std::map<int, const Event*>& get() const {
+    if (!cache) cache = correlator.own_error_lines(errors);
+    return *cache;
+  }
+};
+
+}  // namespace firstfault

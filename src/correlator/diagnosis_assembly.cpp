@@ -1,0 +1,187 @@
+// The assembly of a Diagnosis: Correlator::finish() runs the steps in order (each in its own
+// unit, correlator_steps.h) and fills in what the verdict needs.
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include <algorithm>
+
+#include "correlator_steps.h"
+#include "firstfault/action/action.h"
+#include "firstfault/reader/log_reader.h"
+#include "firstfault/util/strings.h"
+#include "rank_ladder.h"
+
+namespace firstfault {
+
+namespace correlator_detail {
+int to_int_or(const std::string* s, int fallback) {
+  if (!s || s->empty()) return fallback;
+  auto v = to_int(*s);
+  return v && *v >= INT32_MIN && *v <= INT32_MAX ? static_cast<int>(*v) : fallback;
+}
+int rank_or(const std::string* s, int fallback) {
+  int v = to_int_or(s, -1);
+  return v >= 0 && v <= kMaxRankNumber ? v : fallback;
+}
+int world_or(const std::string* s, int fallback) {
+  int v = to_int_or(s, -1);
+  return v >= 1 && v <= kMaxRankNumber + 1 ? v : fallback;
+}
+}  // namespace correlator_detail
+
+Diagnosis Correlator::finish() {
+  Diagnosis d;
+  d.inputs = inputs_;
+  for (const auto& in : inputs_) {
+    d.total_lines += in.lines;
+    d.total_bytes += in.bytes;
+    d.skipped_inputs += !in.skipped.empty();
+  }
+  resolve_times_and_ranks();
+  apply_tail_progress();
+  report_limits(d);
+
+  const ErrorLines errors = error_lines();
+  std::vector<Hits> all = evaluate_entries(errors);
+  const Collectives coll = analyse_collectives();
+  const LauncherVerdict launcher = launcher_verdict();
+  const OwnErrors own{*this, errors, std::nullopt};
+  if (all.empty()) {
+    explain_unrecognized(d, errors, launcher, own);
+  } else {
+    d.verdict = "diagnosed";
+    const Hits& top = all.front();
+    d.entry = top.entry;
+    d.confidence = top.confidence;
+    for (size_t i = 1; i < all.size() && d.alternatives.size() < 3; ++i)
+      d.alternatives.push_back({all[i].entry->id, all[i].confidence, all[i].has_root});
+    list_evidence(d, top);
+    d.initiating = RankLadder(*this, top, coll, launcher, own).decide();
+    if (RankDecision& dec = d.initiating; dec.rank) {
+      auto it = ranks_.find(*dec.rank);
+      if (dec.first_evidence && !dec.first_evidence->host.empty()) dec.host = dec.first_evidence->host;
+      else if (it != ranks_.end()) dec.host = it->second.host;
+    }
+    assign_collateral(d, top, coll);
+  }
+  summarise_ranks(d);
+  d.traceback = traceback_of_decisive_line(d);
+  d.action = decide_action(d);
+  return d;
+}
+
+// Every bound that dropped stored detail is named in the output, never silent
+// (docs/reliability.md); counts and line numbers stay exact past all of them.
+void Correlator::report_limits(Diagnosis& d) const {
+  d.limits.truncated = limits_.truncated;
+  for (const auto& name : limits_.dropped) {
+    auto def = lib_.find_pattern(name);
+    d.limits.dropped.push_back(fmt::format("events of pattern {} beyond the first {} ({} matched)", name,
+                                           kMaxEventsPerPattern, def ? count_by_def_[*def] : 0));
+  }
+  if (ranks_truncated_) {
+    d.limits.truncated = true;
+    d.limits.dropped.push_back(
+        fmt::format("ranks beyond the first {}: their lines were read but not summarised per rank", kMaxRanks));
+  }
+  uint64_t long_lines = 0;
+  std::vector<std::string> long_files;
+  for (const auto& in : inputs_)
+    if (in.long_lines) {
+      long_lines += in.long_lines;
+      if (long_files.size() < 3) long_files.push_back(in.path);
+    }
+  if (long_lines) {
+    d.limits.truncated = true;
+    d.limits.dropped.push_back(fmt::format("{} line(s) longer than {} bytes (in {}{}): only their first {} bytes were matched",
+                                           long_lines, kMaxLineBytes, fmt::join(long_files, ", "),
+                                           long_files.size() < 3 ? "" : ", ...", kMaxLineBytes));
+  }
+  if (texts_cut_) {
+    d.limits.truncated = true;
+    d.limits.dropped.push_back(fmt::format("text of {} matched line(s) beyond {} bytes", texts_cut_, kMaxEventText));
+  }
+}
+
+// No entry is supported: clean, unless a line reads as an error; then unrecognized, with the
+// first error line and the rank whose own error came first.
+void Correlator::explain_unrecognized(Diagnosis& d, const ErrorLines& errors, const LauncherVerdict& launcher,
+                                     const OwnErrors& own) const {
+  d.verdict = "clean";
+  const Event* first_err = nullptr;
+  for (const Event* ev : errors.lines)
+    if (!errors.is_benign(*ev) && (!first_err || earlier(*ev, *first_err))) first_err = ev;
+  if (first_err) {
+    d.verdict = "unrecognized";
+    d.first_error = to_evidence(*first_err, lib_.patterns[first_err->def].name, Role::kContext);
+    // No entry fits, but the launcher may still say whose process failed first: the place
+    // to read next (a hint, not an initiating rank: it is the order of exits it observed).
+    if (launcher.rank && launcher.event)
+      d.launcher_first_failure = LauncherHint{
+          *launcher.rank, launcher.name,
+          to_evidence(*launcher.event, lib_.patterns[launcher.event->def].name, Role::kTeardown)};
+    d.suspect = suspect_from_error_lines(own.get(), launcher.rank, launcher.name);
+    if (d.suspect) d.suspect->reason = "no entry knows this failure; " + d.suspect->reason;
+  }
+}
+
+// Evidence: root hits first (earliest first), then cascade, context, teardown; capped.
+void Correlator::list_evidence(Diagnosis& d, const Hits& top) const {
+  std::vector<std::pair<const Event*, size_t>> ev_refs;
+  for (size_t r = 0; r < top.entry->refs.size(); ++r)
+    for (const Event* ev : top.by_ref[r]) ev_refs.push_back({ev, r});
+  auto role_rank = [](Role r) { return r == Role::kRoot ? 0 : r == Role::kCascade ? 1 : r == Role::kContext ? 2 : 3; };
+  std::stable_sort(ev_refs.begin(), ev_refs.end(), [&](const auto& a, const auto& b) {
+    int ra = role_rank(top.entry->refs[a.second].role), rb = role_rank(top.entry->refs[b.second].role);
+    if (ra != rb) return ra < rb;
+    return earlier(*a.first, *b.first);
+  });
+  for (const auto& [ev, r] : ev_refs) {
+    if (d.evidence.size() >= 12) break;
+    d.evidence.push_back(to_evidence(*ev, top.entry->refs[r].name, top.entry->refs[r].role));
+  }
+}
+
+// One summary per rank: its last line, progress, first event and role in the failure.
+void Correlator::summarise_ranks(Diagnosis& d) const {
+  std::map<int, const Event*> first_event;
+  std::map<int, Role> first_role;
+  for (const Entry& e : lib_.entries) {
+    for (const PatternRef& ref : e.refs) {
+      if (ref.role == Role::kContext) continue;
+      for (const Event& ev : events_by_def_[ref.def]) {
+        if (ev.rank < 0) continue;
+        auto it = first_event.find(ev.rank);
+        if (it == first_event.end() || earlier(ev, *it->second)) {
+          first_event[ev.rank] = &ev;
+          first_role[ev.rank] = ref.role;
+        }
+      }
+    }
+  }
+  for (const auto& [r, rs] : ranks_) {
+    RankSummary s;
+    s.rank = r;
+    s.host = rs.host;
+    s.lines = rs.lines;
+    if (const TailLine* last = rs.newest()) {
+      s.last_line = last->text;
+      s.last_file = last->input < inputs_.size() ? inputs_[last->input].path : "";
+      s.last_line_no = last->line_no;
+    }
+    s.last_time = rs.last_time.kind == Timestamp::kNoYear && ref_year_ ? with_year(rs.last_time, ref_year_) : rs.last_time;
+    s.last_step = rs.last_step;
+    s.last_progress = rs.last_progress;
+    if (auto it = first_event.find(r); it != first_event.end()) {
+      s.first_event = to_evidence(*it->second, lib_.patterns[it->second->def].name, first_role[r]);
+    }
+    if ((d.initiating.rank && *d.initiating.rank == r) || (d.suspect && d.suspect->rank && *d.suspect->rank == r))
+      s.role = "initiating";
+    else if (std::binary_search(d.affected_ranks.begin(), d.affected_ranks.end(), r)) s.role = "affected";
+    else if (std::binary_search(d.collateral.ranks.begin(), d.collateral.ranks.end(), r)) s.role = "collateral";
+    else s.role = "quiet";
+    d.ranks.push_back(std::move(s));
+  }
+}
+
+}  // namespace firstfault

@@ -1,0 +1,192 @@
+// Which entries the job's events support, and how strongly: the first step of
+// Correlator::finish(). Rules of the signature format (docs/signature-format.md): require / any /
+// absent, capture rules, roles, boost and penalize, `specializes`, generic and fallback entries.
+#include <re2/re2.h>
+
+#include <algorithm>
+#include <cmath>
+
+#include "correlator_steps.h"
+
+namespace firstfault {
+
+std::vector<Correlator::Hits> Correlator::evaluate_entries(const ErrorLines& errors) const {
+  std::vector<size_t> error_line_defs;
+  for (auto name : {"error_exception_line", "error_fatal_line", "error_generic_line"})
+    if (auto def = lib_.find_pattern(name)) error_line_defs.push_back(*def);
+  auto is_error_line_def = [&](size_t def) {
+    return std::find(error_line_defs.begin(), error_line_defs.end(), def) != error_line_defs.end();
+  };
+
+  std::vector<Hits> all, fallbacks;
+  all.reserve(lib_.entries.size());
+  const Event* earliest_root = nullptr;
+  for (const Entry& e : lib_.entries) {
+    Hits h;
+    h.entry = &e;
+    h.by_ref.resize(e.refs.size());
+    for (size_t r = 0; r < e.refs.size(); ++r) {
+      for (const Event& ev : events_by_def_[e.refs[r].def]) {
+        bool ok = true;
+        for (const CaptureRule& rule : e.match.captures) {
+          if (rule.ref != r) continue;
+          const std::string* v = ev.capture(rule.capture);
+          if (!v || !RE2::FullMatch(*v, *rule.re)) ok = false;
+        }
+        // A generic entry reads a kind of error: only on a line that reads as an error and is not
+        // known to be harmless (a cudaError name in a fallback warning, a library probe at INFO).
+        if (ok && e.match.generic && (!errors.is_error(ev) || errors.is_benign(ev))) ok = false;
+        // Any entry that reads the engine's error lines (a hang shown by an error) reads them as
+        // the verdict does: a line known to be harmless is not one.
+        if (ok && errors.is_error(ev) && errors.is_benign(ev) && is_error_line_def(e.refs[r].def)) ok = false;
+        if (ok) h.by_ref[r].push_back(&ev);
+      }
+    }
+    auto hit = [&](size_t r) { return !h.by_ref[r].empty(); };
+    bool rule = std::all_of(e.match.require.begin(), e.match.require.end(), hit);
+    if (!e.match.any.empty()) rule = rule && std::any_of(e.match.any.begin(), e.match.any.end(), hit);
+    rule = rule && std::none_of(e.match.absent.begin(), e.match.absent.end(), hit);
+    if (e.match.fallback) {
+      if (rule) fallbacks.push_back(std::move(h));
+      continue;
+    }
+    bool signal = false;
+    for (size_t r = 0; r < e.refs.size(); ++r) {
+      if (!hit(r)) continue;
+      Role role = e.refs[r].role;
+      if (role == Role::kRoot || role == Role::kCascade) signal = true;
+      if (role == Role::kRoot) {
+        h.has_root = true;
+        for (const Event* ev : h.by_ref[r])
+          if (!h.first_root || earlier(*ev, *h.first_root)) h.first_root = ev;
+      }
+      for (const Event* ev : h.by_ref[r])
+        if (role != Role::kContext && (!h.first_any || earlier(*ev, *h.first_any))) h.first_any = ev;
+    }
+    h.supported = rule && signal;
+    if (!h.supported) continue;
+    // A generic entry's root (an exit code, an exception class) says nothing about which specific
+    // entry's root came first.
+    if (h.first_root && !e.match.generic && (!earliest_root || earlier(*h.first_root, *earliest_root)))
+      earliest_root = h.first_root;
+    all.push_back(std::move(h));
+  }
+
+  score_entries(all, earliest_root);
+  rank_entries(all);
+
+  // Fallback entries describe what a log that *lacks* something means (e.g. NCCL init that never
+  // completed); they count only when nothing else is supported.
+  if (all.empty())
+    for (Hits& h : fallbacks) {
+      h.supported = true;
+      h.confidence = 0.3;
+      all.push_back(std::move(h));
+    }
+  if (all.empty())
+    if (auto hang = hang_from_silence()) all.push_back(std::move(*hang));
+  return all;
+}
+
+// Confidence from the evidence an entry saw: a root event, more distinct roots and contexts,
+// a cascade that confirms it, boost/penalize refs, and whether its root came first in the job.
+void Correlator::score_entries(std::vector<Hits>& all, const Event* earliest_root) const {
+  for (Hits& h : all) {
+    const Entry& e = *h.entry;
+    double c = h.has_root ? 0.55 : 0.25;
+    int extra = 0;
+    bool cascade = false;
+    for (size_t r = 0; r < e.refs.size(); ++r) {
+      if (h.by_ref[r].empty()) continue;
+      Role role = e.refs[r].role;
+      if (role == Role::kCascade) cascade = true;
+      bool penalizing = std::find(e.match.penalize.begin(), e.match.penalize.end(), r) != e.match.penalize.end();
+      if ((role == Role::kRoot || role == Role::kContext) && !penalizing) ++extra;
+    }
+    c += std::min(0.24, 0.08 * std::max(0, extra - 1));
+    if (cascade && h.has_root) c += 0.05;
+    for (size_t r : e.match.boost)
+      if (!h.by_ref[r].empty()) c += 0.1;
+    for (size_t r : e.match.penalize)
+      if (!h.by_ref[r].empty()) c -= 0.2;
+    if (!e.match.require_is_default && e.match.require.size() > 1) c += 0.05 * static_cast<double>(e.match.require.size() - 1);
+    if (h.has_root && h.first_root == earliest_root) c += 0.1;
+    c = std::clamp(c, 0.05, h.has_root ? 0.98 : 0.45);
+    h.confidence = c;
+  }
+}
+
+// Orders the supported entries, best first: specific beats generic, root beats cascade-only,
+// then confidence, then whose evidence came first.
+void Correlator::rank_entries(std::vector<Hits>& all) const {
+  // A supported entry that specializes another ranks above it.
+  for (const Hits& s : all) {
+    for (const auto& gid : s.entry->specializes) {
+      for (Hits& g : all) {
+        if (g.entry->id != gid) continue;
+        if (g.has_root && !s.has_root) continue;  // a cascade-only refinement never outranks a root event
+        g.confidence = std::min(g.confidence, std::max(0.05, s.confidence - 0.05));
+        if (s.has_root == g.has_root && s.confidence <= g.confidence) g.confidence = std::max(0.05, s.confidence - 0.05);
+      }
+    }
+  }
+  keep_generic_only_without_specific(all);
+  std::sort(all.begin(), all.end(), [&](const Hits& a, const Hits& b) {
+    if (a.has_root != b.has_root) return a.has_root;
+    if (std::fabs(a.confidence - b.confidence) > 1e-9) return a.confidence > b.confidence;
+    const Event* fa = a.first_root ? a.first_root : a.first_any;
+    const Event* fb = b.first_root ? b.first_root : b.first_any;
+    if (fa && fb && fa != fb) return earlier(*fa, *fb);
+    return a.entry->id < b.entry->id;
+  });
+}
+
+// Generic entries name a failure by its kind alone (an uncaught KeyError, a SIGABRT). A specific
+// entry with a root event of its own says more, so they all give way to it. One that only saw
+// consequences (a collective timeout, "cause not in the log") gives way to a generic root line
+// printed before them (rank 3's KeyError, then the others' timeouts), not to one printed after
+// (the watchdog's own abort, exit code -6, is a consequence of the timeout). A generic diagnosis
+// never claims more than kGenericConfidence.
+void Correlator::keep_generic_only_without_specific(std::vector<Hits>& all) const {
+  constexpr double kGenericConfidence = 0.45;
+  bool specific_root = false;
+  const Event* first_specific = nullptr;  // the first line any specific entry saw
+  for (const Hits& h : all)
+    if (!h.entry->match.generic) {
+      specific_root = specific_root || h.has_root;
+      if (h.first_any && (!first_specific || earlier(*h.first_any, *first_specific))) first_specific = h.first_any;
+    }
+  all.erase(std::remove_if(all.begin(), all.end(),
+                           [&](const Hits& h) {
+                             if (!h.entry->match.generic) return false;
+                             if (specific_root) return true;
+                             return first_specific && !(h.first_root && earlier(*h.first_root, *first_specific));
+                           }),
+            all.end());
+  for (Hits& h : all)
+    if (h.entry->match.generic) h.confidence = std::min(h.confidence, kGenericConfidence);
+}
+
+// A job that simply stopped: no supported entry, no error line, and one or more ranks fell
+// behind the others' progress. That is a hang, diagnosed from silence (docs/initiating-rank.md).
+std::optional<Correlator::Hits> Correlator::hang_from_silence() const {
+  int64_t max_step = -1;
+  size_t with_progress = 0, behind = 0;
+  for (const auto& [r, rs] : ranks_)
+    if (rs.last_step >= 0) {
+      ++with_progress;
+      max_step = std::max(max_step, rs.last_step);
+    }
+  for (const auto& [r, rs] : ranks_)
+    if (rs.last_step >= 0 && rs.last_step < max_step) ++behind;
+  const Entry* hang = lib_.find_entry("training-hang-silent");
+  if (!hang || with_progress < 2 || behind < 1 || behind * 2 >= with_progress) return std::nullopt;
+  Hits h;
+  h.entry = hang;
+  h.by_ref.resize(hang->refs.size());
+  h.supported = true;
+  h.confidence = behind == 1 ? 0.5 : 0.3;
+  return h;
+}
+
+}  // namespace firstfault
