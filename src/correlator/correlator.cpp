@@ -112,8 +112,9 @@ void Correlator::observe_line(const Attribution& a, std::string_view line, uint3
                               bool view_lasts) {
   ++order_;
   if (a.time.kind == Timestamp::kFull && ref_year_ == 0) ref_year_ = year_of(a.time);
+  if (!first_time_.valid() && a.time.valid() && a.time.kind != Timestamp::kBoot) first_time_ = a.time;
   // A launcher's line about a rank names it for events, but is not that rank's own output.
-  RankState* rs = a.about_rank ? nullptr : rank_state(a.rank);
+  RankState* rs = a.about_rank ? nullptr : a.rank < 0 ? &unranked_ : rank_state(a.rank);
   if (!rs) return;
   ++rs->lines;
   if (rs->host.empty() && !a.host.empty()) rs->host = std::string(a.host);
@@ -476,11 +477,16 @@ void Correlator::resolve_times_and_ranks() {
 void Correlator::apply_tail_progress() {
   if (t_.tail_defs.empty()) return;
   LineAttributor attributor;
-  for (auto& [r, rs] : ranks_) {
+  std::vector<RankState*> states;
+  for (auto& [r, rs] : ranks_) states.push_back(&rs);
+  states.push_back(&unranked_);
+  for (RankState* state : states) {
+    RankState& rs = *state;
     // Newest first: the first line with a progress counter is the rank's last progress.
     for (size_t k = 0; k < rs.tail.size(); ++k) {
       const TailLine& t = rs.tail[(rs.tail_next + rs.tail.size() - 1 - k) % rs.tail.size()];
-      std::string_view body = attributor.attribute(t.text).body;
+      Attribution attribution = attributor.attribute(t.text);
+      std::string_view body = attribution.body;
       std::string step;
       bool found = false;
       for (size_t def : t_.tail_defs) {
@@ -502,6 +508,10 @@ void Correlator::apply_tail_progress() {
         if (auto v = to_int(step)) {
           rs.last_step = *v;
           rs.last_progress = t.text;
+          rs.progress_at_end = true;
+          rs.progress_input = t.input;
+          rs.progress_line_no = t.line_no;
+          rs.progress_time = attribution.time;
         }
         break;
       }
@@ -513,6 +523,22 @@ Diagnosis Correlator::snapshot() const {
   Correlator copy(*this);
   copy.rank_index_.clear();  // the copied index points into this object's map; rebuilt on demand
   return copy.finish();
+}
+
+// Appends the later tail (oldest first) so the newest lines win.
+void Correlator::append_tail(RankState& into, const RankState& later, uint64_t line_offset) const {
+  for (size_t k = 0; k < later.tail.size(); ++k) {
+    TailLine t = later.tail[(later.tail_next + k) % later.tail.size()];
+    t.line_no += line_offset;
+    size_t cap = std::max<size_t>(into.tail.size(), std::min(kTailLines, later.tail.size()));
+    if (into.tail.size() < cap) {
+      into.tail.push_back(std::move(t));
+      into.tail_next = into.tail.size() % cap;
+    } else {
+      into.tail[into.tail_next] = std::move(t);
+      into.tail_next = (into.tail_next + 1) % into.tail.size();
+    }
+  }
 }
 
 void Correlator::absorb(Correlator&& later, uint64_t line_offset) {
@@ -547,20 +573,12 @@ void Correlator::absorb(Correlator&& later, uint64_t line_offset) {
       rs->last_step_order = lrs.last_step_order + order_offset;
       rs->last_progress = lrs.last_progress;
     }
-    // Append the later tail (oldest first) so the newest lines win.
-    for (size_t k = 0; k < lrs.tail.size(); ++k) {
-      TailLine t = lrs.tail[(lrs.tail_next + k) % lrs.tail.size()];
-      t.line_no += line_offset;
-      size_t cap = std::max<size_t>(rs->tail.size(), std::min(kTailLines, lrs.tail.size()));
-      if (rs->tail.size() < cap) {
-        rs->tail.push_back(std::move(t));
-        rs->tail_next = rs->tail.size() % cap;
-      } else {
-        rs->tail[rs->tail_next] = std::move(t);
-        rs->tail_next = (rs->tail_next + 1) % rs->tail.size();
-      }
-    }
+    append_tail(*rs, lrs, line_offset);
   }
+  unranked_.lines += later.unranked_.lines;
+  if (later.unranked_.last_time.valid()) unranked_.last_time = later.unranked_.last_time;
+  append_tail(unranked_, later.unranked_, line_offset);
+  if (!first_time_.valid()) first_time_ = later.first_time_;
   if (!ref_year_) ref_year_ = later.ref_year_;
   order_ += later.order_;
 }

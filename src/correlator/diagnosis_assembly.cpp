@@ -103,8 +103,9 @@ void Correlator::report_limits(Diagnosis& d) const {
   }
 }
 
-// No entry is supported: clean, unless a line reads as an error; then unrecognized, with the
-// first error line and the rank whose own error came first.
+// No entry is supported: clean, unless a line reads as an error (then unrecognized, with the
+// first error line and the rank whose own error came first) or the log ends while training made
+// progress (incomplete).
 void Correlator::explain_unrecognized(Diagnosis& d, const ErrorLines& errors, const LauncherVerdict& launcher,
                                      const OwnErrors& own) const {
   d.verdict = "clean";
@@ -122,6 +123,9 @@ void Correlator::explain_unrecognized(Diagnosis& d, const ErrorLines& errors, co
           to_evidence(*launcher.event, lib_.patterns[launcher.event->def].name, Role::kTeardown)};
     d.suspect = suspect_from_error_lines(own.get(), launcher.rank, launcher.name);
     if (d.suspect) d.suspect->reason = "no entry knows this failure; " + d.suspect->reason;
+  } else if (auto stopped = stopped_run()) {
+    d.verdict = "incomplete";
+    d.stopped = std::move(stopped);
   }
 }
 

@@ -6,6 +6,7 @@
 
 #include "ci_common.h"
 #include "firstfault/render/ci_render.h"
+#include "firstfault/render/render.h"
 #include "firstfault/util/safe_text.h"
 #include "firstfault/util/sha256.h"
 #include "firstfault/util/strings.h"
@@ -20,6 +21,7 @@ namespace {
 constexpr const char* kSarifSchema =
     "https://docs.oasis-open.org/sarif/sarif/v2.1.0/errata01/os/schemas/sarif-schema-2.1.0.json";
 constexpr const char* kUnrecognizedRule = "firstfault.unrecognized";
+constexpr const char* kIncompleteRule = "firstfault.incomplete";
 constexpr const char* kInputErrorCheck = "firstfault.input-error";
 
 // critical/high fail a review, medium warns, low informs.
@@ -54,6 +56,7 @@ json physical_location(const std::string& file, uint64_t line, const std::string
 std::string headline(const Diagnosis& d) {
   if (d.verdict == "diagnosed" && d.entry)
     return fmt::format("{}: initiating rank {}", d.entry->title, rank_phrase(d));
+  if (d.verdict == "incomplete") return kStoppedTitle;
   return "No known failure matched: error lines were seen, but no entry of the failure library matched them";
 }
 
@@ -185,16 +188,23 @@ json render_sarif(const Diagnosis& d, const Library& lib, const CiRenderOptions&
                        {"rankMethod", d.initiating.method},
                        {"collateralRanks", d.collateral.ranks}};
     results.push_back(r);
-  } else if (d.verdict == "unrecognized") {
-    rules.push_back({{"id", kUnrecognizedRule},
-                     {"name", kUnrecognizedRule},
-                     {"shortDescription", {{"text", "Error lines but no known failure"}}},
+  } else if (unexplained(d)) {
+    const bool stopped = d.verdict == "incomplete";
+    const char* rule = stopped ? kIncompleteRule : kUnrecognizedRule;
+    rules.push_back({{"id", rule},
+                     {"name", rule},
+                     {"shortDescription", {{"text", stopped ? std::string(kStoppedTitle) : "Error lines but no known failure"}}},
                      {"fullDescription",
-                      {{"text", "The job logged error lines, but no entry of firstfault's failure library matched them."}}},
+                      {{"text", std::string(stopped ? "The job's log ends while training made progress, with no error line and no "
+                                                      "completion marker: it hung or was ended from outside."
+                                                    : "The job logged error lines, but no entry of firstfault's failure "
+                                                      "library matched them.")}}},
                      {"help",
-                      {{"text", "If this is a real failure mode, consider writing an entry (docs/signature-format.md)."}}},
+                      {{"text", std::string(stopped ? "Take stacks while it is stuck (py-spy dump) or enable the NCCL flight recorder."
+                                                    : "If this is a real failure mode, consider writing an entry "
+                                                      "(docs/signature-format.md).")}}},
                      {"defaultConfiguration", {{"level", "warning"}}}});
-    json r = add_result(kUnrecognizedRule, "warning", message_text(d));
+    json r = add_result(rule, "warning", message_text(d));
     r["properties"] = {{"action", action_properties(d.action)}};
     results.push_back(r);
   }
@@ -245,8 +255,8 @@ json render_gitlab(const Diagnosis& d, const Library& lib, const CiRenderOptions
   std::string file = a ? a->file : (d.inputs.empty() ? "-" : d.inputs.front().path);
   if (d.verdict == "diagnosed" && d.entry)
     issue(d.entry->id, headline(d), body, gitlab_severity(d.entry->severity), file, a ? a->line : 0, a ? a->text : "");
-  else if (d.verdict == "unrecognized")
-    issue(kUnrecognizedRule, headline(d), body, "minor", file, a ? a->line : 0, a ? a->text : "");
+  else if (unexplained(d))
+    issue(d.verdict == "incomplete" ? kIncompleteRule : kUnrecognizedRule, headline(d), body, "minor", file, a ? a->line : 0, a ? a->text : "");
   return issues;
 }
 

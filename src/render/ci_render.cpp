@@ -31,6 +31,7 @@ namespace ci {
 bool has_evidence(const Diagnosis& d) { return d.initiating.first_evidence || !d.evidence.empty(); }
 
 std::optional<Evidence> anchor(const Diagnosis& d) {
+  if (d.verdict == "incomplete" && d.stopped) return d.stopped->last_progress;
   if (d.verdict != "diagnosed") return d.first_error;
   if (d.initiating.first_evidence) return d.initiating.first_evidence;
   if (!d.evidence.empty()) return d.evidence.front();
@@ -121,6 +122,10 @@ std::vector<std::string> report_lines(const Diagnosis& d, bool with_title) {
       out.push_back("  " + safe_line(truncate_utf8(a->text, 400)));
     }
     if (d.suspect) out.push_back(suspect_label(*d.suspect) + ": " + safe_line(d.suspect->reason));
+  } else if (d.verdict == "incomplete") {
+    if (with_title) out.push_back(kStoppedTitle);
+    out.push_back(action_label(d.action));
+    for (const auto& l : stopped_run_lines(d, where)) out.push_back(l);
   } else {
     if (with_title) out.push_back("No failure found");
     out.push_back("No error line and no known failure signature in the input.");
@@ -274,6 +279,8 @@ std::string render_github(const Diagnosis& d, const Library& lib, const CiRender
     command("error", a, fmt::format("{} [{}]", d.entry->title, d.entry->id), report_lines(d, false));
   else if (d.verdict == "unrecognized")
     command("warning", a, "firstfault: no known failure matched", report_lines(d, false));
+  else if (d.verdict == "incomplete")
+    command("warning", a, "firstfault: training stopped making progress", report_lines(d, false));
   else if (d.verdict == "clean")  // not "error": with nothing read, the input errors are the report
     command("notice", nullptr, "firstfault: no failure found", report_lines(d, false));
   return out;
@@ -322,6 +329,11 @@ std::string render_markdown(const Diagnosis& d, const Library& lib, const CiRend
     out += "\n**Action:** " + md_action(d.action) + "\n";
     if (a) out += "\n" + first_error_label(*a) + ": " + md_code(where(*a)) + "\n\n" + md_block({safe_line(truncate_utf8(a->text, 400))});
     if (d.suspect) out += "\n" + md_cell(suspect_label(*d.suspect)) + ": " + md_cell(safe_line(d.suspect->reason)) + "\n";
+  } else if (d.verdict == "incomplete") {
+    out += "### firstfault: training stopped making progress\n\n";
+    out += "**Verdict:** incomplete · training stopped making progress long before the log ends, with no error line and no completion marker.\n";
+    out += "\n**Action:** " + md_action(d.action) + "\n\n";
+    for (const auto& l : stopped_run_lines(d, [](const Evidence& e) { return md_code(where(e)); })) out += md_cell(l) + "\n\n";
   } else if (d.verdict == "error") {
     out += "### firstfault: nothing to diagnose\n\n";
     out += "**Verdict:** error · no input yielded a line (the reasons are below).\n";
@@ -364,6 +376,8 @@ std::string render_junit(const Diagnosis& d, const Library& lib, const CiRenderO
                      fmt::format("{} [{}]", d.entry->title, d.entry->id), body});
   else if (d.verdict == "unrecognized")
     cases.push_back({"firstfault.unrecognized", job, file, "failure", "unrecognized", "No known failure matched", body});
+  else if (d.verdict == "incomplete")
+    cases.push_back({"firstfault.incomplete", job, file, "failure", "incomplete", kStoppedTitle, body});
   else if (d.verdict == "clean")
     cases.push_back({"firstfault.clean", job, "", "", "", "", body});  // passes: nothing failed
 

@@ -129,6 +129,13 @@ json diagnosis_to_json(const Diagnosis& d, const Library& lib) {
   j["launcher_first_failure"] = nullptr;
   if (const auto& l = d.launcher_first_failure)
     j["launcher_first_failure"] = {{"rank", l->rank}, {"source", l->source}, {"line", evidence_to_json(l->line)}};
+  j["stopped"] = nullptr;
+  if (const auto& s = d.stopped)
+    j["stopped"] = {{"last_progress", evidence_to_json(s->last_progress)},
+                    {"ranks", s->ranks},
+                    {"behind", s->behind},
+                    {"first_time", s->first_time ? time_json(*s->first_time) : json(nullptr)},
+                    {"last_time", s->last_time ? time_json(*s->last_time) : json(nullptr)}};
   j["suspect"] = nullptr;
   if (const auto& s = d.suspect)
     j["suspect"] = {{"rank", s->rank ? json(*s->rank) : json(nullptr)},

@@ -102,6 +102,27 @@ std::string first_error_label(const Evidence& e) {
   return e.rank >= 0 ? fmt::format("First error line (rank {})", e.rank) : "First error line";
 }
 
+std::vector<std::string> stopped_run_lines(const Diagnosis& d, const std::function<std::string(const Evidence&)>& where) {
+  std::vector<std::string> out;
+  if (!d.stopped) return out;
+  const StoppedRun& s = *d.stopped;
+  const Evidence& p = s.last_progress;
+  out.push_back((p.rank >= 0 ? fmt::format("Last progress (rank {}): ", p.rank) : std::string("Last progress: ")) + where(p));
+  out.push_back("  " + safe(truncate_utf8(p.text, 300)));
+  if (s.ranks.size() > 1) out.push_back("Ranks with progress in their last lines: " + format_ranges(s.ranks));
+  if (!s.behind.empty())
+    out.push_back("Behind the others' last step: " + std::string(s.behind.size() == 1 ? "rank " : "ranks ") + format_ranges(s.behind));
+  out.push_back(fmt::format("No progress for {} min after it{}, then the log ends without an error or a completion marker.",
+                            s.idle_minutes, s.last_time ? " (last line " + format_timestamp(*s.last_time) + ")" : ""));
+  if (s.first_time && s.last_time && s.first_time->kind == s.last_time->kind && s.last_time->ms >= s.first_time->ms)
+    out.push_back(fmt::format("The log runs from {} to {} ({} min).", format_timestamp(*s.first_time),
+                              format_timestamp(*s.last_time), (s.last_time->ms - s.first_time->ms) / 60000));
+  out.push_back("The job sat idle, a hang, and was ended from outside (time limit, cancel, kill) without a message. "
+                "Take stacks while it is stuck (py-spy dump --pid on each rank) or enable the NCCL flight recorder, and "
+                "read the scheduler's record of how it ended.");
+  return out;
+}
+
 std::string render_text(const Diagnosis& d, const Library& lib, const TextStyle& style) {
   Paint paint{style.color};
   std::string out;
@@ -132,6 +153,10 @@ std::string render_text(const Diagnosis& d, const Library& lib, const TextStyle&
         out += fmt::format("  Read rank {}'s own output before that point for its error.\n", l->rank);
       }
       out += "If this is a real failure mode, consider writing an entry (docs/signature-format.md).\n";
+    } else if (d.verdict == "incomplete") {
+      out += paint("1;33", std::string(kStoppedTitle) + ".") + "\n";
+      out += action_label(d.action) + "\n";
+      for (const auto& l : stopped_run_lines(d, where)) out += l + "\n";
     } else if (d.verdict == "error") {
       out += "Nothing to diagnose: no input yielded a line.\n";
     } else {

@@ -138,7 +138,7 @@ std::string severity_rank(const std::string& s) {
 }
 
 struct Summary {
-  size_t jobs = 0, diagnosed = 0, unrecognized = 0, clean = 0, errors = 0;
+  size_t jobs = 0, diagnosed = 0, unrecognized = 0, incomplete = 0, clean = 0, errors = 0;
   size_t partial = 0;  // jobs with a verdict whose inputs could not all be read completely
   uint64_t bytes = 0;
   uint64_t skipped = 0;  // binary files not read, in all jobs
@@ -183,7 +183,7 @@ class SummaryBuilder {
       }
       if (g.examples.size() < 3) g.examples.push_back(r.job);
     } else {
-      r.verdict == "clean" ? ++s_.clean : ++s_.unrecognized;
+      ++(r.verdict == "clean" ? s_.clean : r.verdict == "incomplete" ? s_.incomplete : s_.unrecognized);
       if (r.verdict == "unrecognized") {
         std::string t = line_template(r.first_error);
         auto& c = clusters_[t];
@@ -228,7 +228,7 @@ json summary_json(const Summary& s) {
                         {"example_line", sanitize_utf8(c.example_line)}});
   for (const auto& [j, e] : s.error_rows) errors.push_back({{"job", j}, {"error", e}});
   return {{"type", "summary"},  {"jobs", s.jobs},     {"diagnosed", s.diagnosed}, {"unrecognized", s.unrecognized},
-          {"clean", s.clean},   {"errors", s.errors}, {"partial", s.partial}, {"bytes", s.bytes},         {"skipped_binary", s.skipped}, {"failures", groups},
+          {"incomplete", s.incomplete}, {"clean", s.clean},   {"errors", s.errors}, {"partial", s.partial}, {"bytes", s.bytes},         {"skipped_binary", s.skipped}, {"failures", groups},
           {"unrecognized_clusters", clusters}, {"error_rows", errors}};
 }
 
@@ -253,8 +253,9 @@ void render_summary(const Summary& s, const TriageOptions& o, std::ostream& out)
   bool md = o.format == "markdown";
   auto pct = [&](size_t n) { return s.jobs ? 100.0 * static_cast<double>(n) / static_cast<double>(s.jobs) : 0.0; };
   if (md) out << "# firstfault triage\n\n";
-  out << fmt::format("{} job(s): {} diagnosed, {} unrecognized, {} clean, {} error(s){}\n\n", s.jobs, s.diagnosed,
-                     s.unrecognized, s.clean, s.errors, s.skipped ? fmt::format("; {} binary file(s) skipped", s.skipped) : "");
+  out << fmt::format("{} job(s): {} diagnosed, {} unrecognized, {}{} clean, {} error(s){}\n\n", s.jobs, s.diagnosed,
+                     s.unrecognized, s.incomplete ? fmt::format("{} stopped in training with no error, ", s.incomplete) : "",
+                     s.clean, s.errors, s.skipped ? fmt::format("; {} binary file(s) skipped", s.skipped) : "");
   if (!o.unknown_only && !s.groups.empty()) {
     if (md) out << "| count | share | severity | action | entry | title | examples |\n|---:|---:|---|---|---|---|---|\n";
     else out << fmt::format("{:>6} {:>6}  {:<9} {:<17} {:<44} {}\n", "count", "share", "severity", "action", "entry", "example jobs");

@@ -232,6 +232,7 @@ int run_watch(const WatchOptions& o, std::ostream& out) {
   if (d.verdict == "diagnosed") return kExitDiagnosed;
   if (!output_closed)
     report(d.verdict == "unrecognized" ? "input ended; error lines but no known failure (run `firstfault diagnose` on the log for details)"
+           : d.verdict == "incomplete" ? "input ended; training had stopped making progress long before, with no error (a hang)"
                                        : "input ended; no failure seen");
   return kExitUnrecognized;
 }

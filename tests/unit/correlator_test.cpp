@@ -1,4 +1,5 @@
 #include <catch2/catch.hpp>
+#include <fmt/format.h>
 
 #include "firstfault/app/pipeline.h"
 #include "firstfault/render/render.h"
@@ -536,4 +537,40 @@ TEST_CASE("correlator: a vote for a reference rank needs more than half of the o
     REQUIRE(d.entry);
     CHECK(d.initiating.method != "peer-vote");
   }
+}
+
+namespace {
+// Four ranks training with timestamped step lines from 10:00, each printing `last_step` last at
+// `stop`; then more (harmless) lines from every rank until `end`.
+std::string idle_after_progress(const char* stop, const char* end, const char* tail_text = "NCCL INFO Channel 00 : 0[0] -> 1[1] via P2P/IPC") {
+  std::string log;
+  for (int step = 1; step <= 3; ++step)
+    for (int r = 0; r < 4; ++r)
+      log += fmt::format("[rank{}]:[2024-05-08 10:0{}:00] step {}/1000 loss 2.31\n", r, step, step);
+  for (int r = 0; r < 4; ++r) log += fmt::format("[rank{}]:[2024-05-08 {}] step 4/1000 loss 2.30\n", r, stop);
+  for (int r = 0; r < 4; ++r) log += fmt::format("[rank{}]:[2024-05-08 {}] {}\n", r, end, tail_text);
+  return log;
+}
+}  // namespace
+
+TEST_CASE("correlator: progress that stops long before the log ends, with no error, is 'incomplete', not clean") {
+  Fixture f;
+  Diagnosis d = f.run(idle_after_progress("10:04:00", "10:52:00"));
+  CHECK(d.verdict == "incomplete");
+  REQUIRE(d.stopped);
+  CHECK(d.stopped->idle_minutes == 48);
+  CHECK(d.stopped->last_progress.text.find("step 4/1000") != std::string::npos);
+  CHECK(d.stopped->ranks == std::vector<int>{0, 1, 2, 3});
+  CHECK(d.action.kind == ActionKind::kInvestigate);
+}
+
+TEST_CASE("correlator: a log that merely ends in training, or pauses briefly, stays clean") {
+  Fixture f;
+  // An excerpt of a healthy run: progress to the last lines, no gap.
+  CHECK(f.run(idle_after_progress("10:04:00", "10:04:30")).verdict == "clean");
+  // A pause shorter than the threshold (a checkpoint save).
+  CHECK(f.run(idle_after_progress("10:04:00", "10:12:00")).verdict == "clean");
+  // A run that says it finished is clean however long it was quiet before.
+  CHECK(f.run(idle_after_progress("10:04:00", "10:52:00", "Training completed. Do not forget to share your model")).verdict ==
+        "clean");
 }

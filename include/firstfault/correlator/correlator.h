@@ -114,6 +114,10 @@ class Correlator {
     std::vector<TailLine> tail;  // ring buffer of up to kTailLines
     size_t tail_next = 0;        // ring position of the next write
     int64_t last_step = -1;      // from events with a `step` capture
+    bool progress_at_end = false;  // a progress line is among the last kTailLines (apply_tail_progress)
+    uint32_t progress_input = 0;   // ... and where it is
+    uint64_t progress_line_no = 0;
+    Timestamp progress_time;       // ... and its time, when it has one
     uint64_t last_step_order = 0;
     std::string last_progress;
     std::string_view progress_pending;  // set: the newest progress line, not yet in last_progress
@@ -186,6 +190,8 @@ class Correlator {
   void assign_collateral(Diagnosis& d, const Hits& top, const Collectives& coll) const;  // collateral.cpp
   void report_limits(Diagnosis& d) const;    // diagnosis_assembly.cpp
   void summarise_ranks(Diagnosis& d) const;
+  std::optional<StoppedRun> stopped_run() const;  // stopped_run.cpp
+  void append_tail(RankState& into, const RankState& later, uint64_t line_offset) const;
 
   const Library& lib_;
   std::vector<std::vector<Event>> events_by_def_;
@@ -196,6 +202,10 @@ class Correlator {
   std::map<int, RankState> ranks_;
   std::vector<RankState*> rank_index_;  // O(1) lookup on the hot path (map nodes are stable)
   std::vector<RankState*> unsettled_;   // ranks with tail lines kept as views
+  // The lines that name no rank (a single-process log, a launcher's own output): their tail
+  // shows whether an unranked log ends while training made progress (stopped_run()).
+  RankState unranked_;
+  Timestamp first_time_;  // the job's first wall-clock time, for how long a stopped run ran
   void apply_tail_progress();
   std::vector<InputSummary> inputs_;
   uint64_t order_ = 0;

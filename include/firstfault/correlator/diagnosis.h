@@ -91,8 +91,19 @@ struct Limits {
   std::vector<std::string> dropped;  // what a bound dropped, e.g. "events of pattern X beyond 4096"
 };
 
+// A log whose training progress stopped long before its last line, with no error line and no
+// completion marker (verdict `incomplete`): the job sat idle, a hang, and was ended from outside
+// without a message. docs/initiating-rank.md, "A log that stops in training".
+struct StoppedRun {
+  Evidence last_progress;      // the newest progress line of the log (with its time)
+  std::vector<int> ranks;      // ranks whose last lines show progress
+  std::vector<int> behind;     // ranks whose last progress step is lower than the others'
+  std::optional<Timestamp> first_time, last_time;  // the log's first and last wall-clock times
+  int64_t idle_minutes = 0;    // from the last progress line to the last line of its rank
+};
+
 struct Diagnosis {
-  // diagnosed | unrecognized | clean, or error when no input yielded a line (app/pipeline.h):
+  // diagnosed | unrecognized | incomplete | clean, or error when no input yielded a line (app/pipeline.h):
   // nothing to diagnose, and `inputs` carries each reason.
   std::string verdict;
   const struct Entry* entry = nullptr;
@@ -114,6 +125,7 @@ struct Diagnosis {
   // The Python traceback that the decisive line (the initiating evidence, else the suspect's or
   // the first error) closes, when the log has it: its frames and the user's own frame.
   std::optional<Traceback> traceback;
+  std::optional<StoppedRun> stopped;  // verdict `incomplete` only
   Action action;
   Limits limits;
   uint64_t total_lines = 0;

@@ -31,6 +31,13 @@ std::string first_error_label(const Evidence& e);
 // "Suspected initiating rank: rank 3 on host h (low confidence, 0.50)" for an unrecognised
 // failure's guess from error lines (Diagnosis::suspect); log text in it is made safe.
 std::string suspect_label(const RankDecision& s);
+// Verdict `incomplete` (Diagnosis::stopped): a one-line title and the lines that say where the
+// log's progress ends, which ranks were active last, and what it means; log text made safe,
+// file:line written by `where`.
+inline constexpr const char* kStoppedTitle = "Training stopped making progress, then the log ends with no error";
+std::vector<std::string> stopped_run_lines(const Diagnosis& d, const std::function<std::string(const Evidence&)>& where);
+// A verdict that reports a problem no entry names: `unrecognized` or `incomplete`.
+inline bool unexplained(const Diagnosis& d) { return d.verdict == "unrecognized" || d.verdict == "incomplete"; }
 
 // "restart excluding node-17 (GPU 0000:bd:00)", or the kind's name ("stop") for the other kinds.
 // Hosts and GPUs are made safe, then wrapped by `quote` when given (Markdown puts them in code).

@@ -33,7 +33,7 @@ struct TriageOptions {
 // One job's outcome: all the summary needs (and what a jsonl line carries back for --merge).
 struct JobRecord {
   std::string job;
-  std::string verdict;  // diagnosed | unrecognized | clean | error
+  std::string verdict;  // diagnosed | unrecognized | incomplete | clean | error
   std::string id, title, category, severity;
   std::string action;  // the action's kind (investigate when nothing was recognised; "" for errors)
   std::optional<int> rank;
