@@ -3,6 +3,7 @@
 #include <re2/re2.h>
 
 #include <algorithm>
+#include <cctype>
 #include <array>
 #include <cstring>
 
@@ -369,9 +370,21 @@ size_t p_ompi(sv s, Attribution& a) {
 }
 
 // A stream tag glued to the text: "[stderr]    File ..." (Azure ML and other job runners that
-// merge a process's two streams). The text after it keeps its indentation (traceback lines).
+// merge a process's two streams), or after the name of the process or node that printed it:
+// "bench.node-1 [stderr] [rank14]: ..." (milabench, job runners that fan out over nodes). The
+// text after it keeps its indentation (traceback lines).
 size_t p_stream_tag(sv s, Attribution&) {
-  return starts_with(s, "[stderr]") || starts_with(s, "[stdout]") ? 8 : 0;
+  if (starts_with(s, "[stderr]") || starts_with(s, "[stdout]")) return 8;
+  size_t name = 0;
+  while (name < s.size() && name < 256 &&
+         (std::isalnum(static_cast<unsigned char>(s[name])) || s[name] == '.' || s[name] == '-' || s[name] == '_'))
+    ++name;
+  if (name == 0 || name + 9 > s.size() || s[name] != ' ') return 0;
+  sv tag = s.substr(name + 1, 8);
+  if (tag != "[stderr]" && tag != "[stdout]") return 0;
+  size_t j = name + 9;
+  if (j < s.size() && s[j] == ' ') ++j;  // the runner's separator; deeper indentation is kept
+  return j;
 }
 
 // "[rank3]:" and "[3]:" name the global rank; any other role ("[default3]:", torchrun's tee) a local one.
@@ -905,12 +918,14 @@ size_t candidates(char c, bool outermost, Parser* out) {
     out[n++] = kCaretSgr;
   } else if (is_digit(c)) {
     for (Parser p : {kCri, kIsoPlain, kSlurmLabel}) out[n++] = p;
+    if (outermost) out[n++] = kStreamTag;
     if (outermost) out[n++] = kPdsh;
     out[n++] = kNccl;
   } else if (c == ' ') {
     out[n++] = kSlurmLabel;
     out[n++] = kBracketTime;
   } else {
+    if (outermost) out[n++] = kStreamTag;  // "node-1 [stderr] ...": a runner's envelope
     if (is_severity_letter(c, false)) out[n++] = kGlog;
     if (is_upper(c))
       for (Parser p : {kSyslog, kVllm, kOmpi, kPylogDefault}) out[n++] = p;
