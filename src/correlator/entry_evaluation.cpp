@@ -131,6 +131,18 @@ void Correlator::rank_entries(std::vector<Hits>& all) const {
     }
   }
   keep_generic_only_without_specific(all);
+  // A hardware or kernel event explains the software symptoms it causes on its own host (an Xid
+  // under an unspecified launch failure, the OOM killer under a SIGKILL): it is the diagnosis and
+  // the symptom an alternative, whichever printed first (docs/signature-format.md, `explains`).
+  for (const Hits& s : all) {
+    if (!s.has_root || s.entry->explains.empty()) continue;
+    for (Hits& g : all) {
+      if (std::find(s.entry->explains.begin(), s.entry->explains.end(), g.entry->id) == s.entry->explains.end()) continue;
+      const Event* gs = g.first_root ? g.first_root : g.first_any;
+      bool elsewhere = gs && !gs->host.empty() && !s.first_root->host.empty() && gs->host != s.first_root->host;
+      if (!elsewhere && g.confidence >= s.confidence) g.confidence = std::max(0.05, s.confidence - 0.05);
+    }
+  }
   std::sort(all.begin(), all.end(), [&](const Hits& a, const Hits& b) {
     if (a.has_root != b.has_root) return a.has_root;
     if (std::fabs(a.confidence - b.confidence) > 1e-9) return a.confidence > b.confidence;
@@ -149,6 +161,14 @@ void Correlator::rank_entries(std::vector<Hits>& all) const {
 // never claims more than kGenericConfidence.
 void Correlator::keep_generic_only_without_specific(std::vector<Hits>& all) const {
   constexpr double kGenericConfidence = 0.45;
+  // A generic entry that `explains` a supported entry (an Xid of any number under an illegal
+  // memory access) stays: it is the cause of that entry's symptom.
+  auto explains_one_of = [](const Hits& h, const std::vector<Hits>& hits) {
+    if (!h.has_root) return false;
+    for (const Hits& g : hits)
+      if (std::find(h.entry->explains.begin(), h.entry->explains.end(), g.entry->id) != h.entry->explains.end()) return true;
+    return false;
+  };
   bool specific_root = false;
   const Event* first_specific = nullptr;  // the first line any specific entry saw
   for (const Hits& h : all)
@@ -158,7 +178,7 @@ void Correlator::keep_generic_only_without_specific(std::vector<Hits>& all) cons
     }
   all.erase(std::remove_if(all.begin(), all.end(),
                            [&](const Hits& h) {
-                             if (!h.entry->match.generic) return false;
+                             if (!h.entry->match.generic || explains_one_of(h, all)) return false;
                              if (specific_root) return true;
                              return first_specific && !(h.first_root && earlier(*h.first_root, *first_specific));
                            }),

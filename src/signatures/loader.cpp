@@ -366,7 +366,7 @@ Library load_sources(const std::vector<SourceFile>& sources, std::vector<LoadPro
     e.loc = fc.loc(root);
     e.loc.file = src.path;
     fc.only_keys(root,
-                 {"id", "title", "category", "severity", "action", "systems", "patterns", "match", "specializes", "scope",
+                 {"id", "title", "category", "severity", "action", "systems", "patterns", "match", "specializes", "explains", "scope",
                   "root_cause", "confirm", "fix", "prevention", "references", "related", "examples"},
                  "an entry");
     e.id = fc.scalar(root, "id", true);
@@ -394,6 +394,7 @@ Library load_sources(const std::vector<SourceFile>& sources, std::vector<LoadPro
         fc.error(root["references"][i], "references must be URLs");
     e.related = fc.list(root, "related", false);
     e.specializes = fc.list(root, "specializes", false);
+    e.explains = fc.list(root, "explains", false);
     std::string scope = fc.scalar(root, "scope", false);
     if (!scope.empty() && scope != "job" && scope != "rank")
       fc.error(root["scope"], fmt::format("unknown scope '{}' (rank, job)", scope));
@@ -621,6 +622,12 @@ Library load_sources(const std::vector<SourceFile>& sources, std::vector<LoadPro
         fc.error(pending[i].node["specializes"][k], fmt::format("specializes id '{}' does not exist", e.specializes[k]));
       else if (e.specializes[k] == e.id)
         fc.error(pending[i].node["specializes"][k], "an entry cannot specialize itself");
+    }
+    for (size_t k = 0; k < e.explains.size(); ++k) {
+      if (!lib.find_entry(e.explains[k]))
+        fc.error(pending[i].node["explains"][k], fmt::format("explains id '{}' does not exist", e.explains[k]));
+      else if (e.explains[k] == e.id)
+        fc.error(pending[i].node["explains"][k], "an entry cannot explain itself");
     }
   }
   return lib;

@@ -20,7 +20,7 @@ static_assert(sizeof(PatternRef) == 48, "PatternRef changed: update the snapshot
 static_assert(sizeof(CaptureRule) == 56, "CaptureRule changed: update the snapshot");
 static_assert(sizeof(MatchRule) == 160, "MatchRule changed: update the snapshot");
 static_assert(sizeof(Example) == 40, "Example changed: update the snapshot");
-static_assert(sizeof(Entry) == 592, "Entry changed: update the snapshot");
+static_assert(sizeof(Entry) == 616, "Entry changed: update the snapshot");
 static_assert(sizeof(Override) == 136, "Override changed: update the snapshot");
 static_assert(sizeof(Library) == 168, "Library changed: update the snapshot");
 #endif
@@ -165,6 +165,7 @@ void write_payload(Writer& w, const Library& lib) {
     }
     w.u8(m.require_is_default);
     w.strs(e.specializes);
+    w.strs(e.explains);
     w.u8(e.job_scope);
     w.u8(static_cast<uint8_t>(e.action));
     w.str(e.root_cause);
@@ -235,6 +236,7 @@ bool read_payload(Reader& r, Library& lib) {
     }
     m.require_is_default = r.flag();
     e.specializes = r.strs();
+    e.explains = r.strs();
     e.job_scope = r.flag();
     uint8_t action = r.u8();
     if (action > static_cast<uint8_t>(ActionKind::kInvestigate)) return false;

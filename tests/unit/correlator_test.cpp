@@ -574,3 +574,26 @@ TEST_CASE("correlator: a log that merely ends in training, or pauses briefly, st
   CHECK(f.run(idle_after_progress("10:04:00", "10:52:00", "Training completed. Do not forget to share your model")).verdict ==
         "clean");
 }
+
+TEST_CASE("correlator: a GPU fault in the node's kernel log explains the rank's CUDA symptom (explains:)") {
+  Fixture f;
+  std::string job =
+      "node-12:48213:48300 [1] NCCL INFO comm 0x55d0 rank 5 nranks 8 cudaDev 1 nvmlDev 1 busId bd000 commId 0x1a2b - Init "
+      "COMPLETE\n"
+      "[rank5]: RuntimeError: CUDA error: an illegal memory access was encountered\n"
+      "[rank5]: For debugging consider passing CUDA_LAUNCH_BLOCKING=1\n";
+  // An Xid number no specific entry knows: the generic Xid entry, which would otherwise give way
+  // to any specific entry, is the diagnosis because it explains the symptom.
+  std::string kern = "[Thu Nov  7 10:02:45 2024] NVRM: Xid (PCI:0000:bd:00): 137, pid=48213, name=python, NVLink: fatal\n";
+  Diagnosis d = analyze_paths({f.dir.write("job.log", job), f.dir.write("node-12.dmesg", kern)}, f.matcher, {}).diagnosis;
+  REQUIRE(d.entry);
+  CHECK(d.entry->id == "generic-gpu-xid");
+  REQUIRE(d.initiating.rank);
+  CHECK(*d.initiating.rank == 5);
+  REQUIRE_FALSE(d.alternatives.empty());
+  CHECK(d.alternatives[0].id == "cuda-illegal-memory-access");
+  // Alone, the job log names the symptom.
+  Diagnosis alone = f.run(job);
+  REQUIRE(alone.entry);
+  CHECK(alone.entry->id == "cuda-illegal-memory-access");
+}

@@ -111,6 +111,9 @@ struct Entry {
   std::vector<PatternRef> refs;
   MatchRule match;
   std::vector<std::string> specializes;
+  // `explains: [id, ...]`: symptoms this (hardware or kernel) event causes on its rank or host (an
+  // Xid explains an unspecified launch failure). When both are supported, this one is the diagnosis.
+  std::vector<std::string> explains;
   // `scope: job`: a failure every rank of the job hits the same way (a configuration or
   // version error); which rank printed it first says nothing, so no initiating rank is named.
   bool job_scope = false;
