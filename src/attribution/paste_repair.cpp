@@ -112,6 +112,9 @@ bool continues(sv wrapped, sv line) {
   if (line.size() >= kSameStart && wrapped.compare(0, kSameStart, line.substr(0, kSameStart)) == 0 &&
       code_points(line) == code_points(wrapped))
     return false;
+  // A text table's rows and borders all fill the same width (Triton's model status, sacct):
+  // a line that ends at the table's edge is whole.
+  if (!wrapped.empty() && (wrapped.back() == '|' || wrapped.back() == '+')) return false;
   // "1292: indexSelect..." is the rest of a number the wrap cut, unless the log labels its lines so.
   if (srun_label_start(line) && !srun_label_start(wrapped)) return true;
   return !begins_record(line);

@@ -123,3 +123,14 @@ TEST_CASE("every example log, hard-wrapped by a terminal or with its colours wri
   }
   CHECK(logs > 250);
 }
+
+TEST_CASE("paste repair: the rows of a text table are not a hard wrap") {
+  std::string border = "+--------+---------+" + std::string(60, '-') + "+";
+  auto row = [&](std::string a, std::string b, std::string c) {
+    auto pad = [](std::string s, size_t n) { return s + std::string(n - s.size(), ' '); };
+    return "| " + pad(a, 7) + "| " + pad(b, 8) + "| " + pad(c, 59) + "|";
+  };
+  std::string table = border + "\n" + row("Model", "Version", "Status") + "\n" + border + "\n" + row("llama2", "1", "READY") +
+                      "\n" + row("llama3", "1", "UNAVAILABLE: Invalid argument: unsupported gpu id 2") + "\n" + border + "\n";
+  CHECK(firstfault::hard_wrap_width(table) == 0);
+}
