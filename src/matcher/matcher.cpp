@@ -55,7 +55,7 @@ Status Matcher::compile_set() const {
   std::call_once(set_once_, [this] {
     RE2::Options opt;
     opt.set_log_errors(false);
-    opt.set_max_mem(256 << 20);  // the set's DFA grows with the library; the default 8 MiB is too small
+    opt.set_max_mem(int64_t{1} << 30);  // the set's program and DFA grow with the library (1,900 patterns need more than 256 MiB); memory is touched only as used
     auto set = std::make_unique<RE2::Set>(opt, RE2::UNANCHORED);
     for (const auto& group : line_groups_) {
       std::string err;
