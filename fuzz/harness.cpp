@@ -259,8 +259,10 @@ std::string diagnose_one(const uint8_t* data, size_t size) {
   JobResult r = analyze_job(inputs, *matcher, {});
   const Diagnosis& d = r.diagnosis;
   if ((d.verdict == "diagnosed") != (d.entry != nullptr)) return "verdict and entry disagree";
-  if (d.verdict != "diagnosed" && d.verdict != "unrecognized" && d.verdict != "clean" && d.verdict != "error")
+  if (d.verdict != "diagnosed" && d.verdict != "unrecognized" && d.verdict != "incomplete" && d.verdict != "clean" &&
+      d.verdict != "error")
     return "unknown verdict " + d.verdict;
+  if ((d.verdict == "incomplete") != d.stopped.has_value()) return "verdict incomplete and its stopped run disagree";
   if ((d.verdict == "error") != read_nothing(d.inputs)) return "verdict error but some input yielded a line, or the reverse";
   if (d.inputs.size() != inputs.size()) return "an input went missing from the summary";
   if (d.limits.truncated == d.limits.dropped.empty()) return "truncated flag and dropped list disagree";
