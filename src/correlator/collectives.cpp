@@ -121,22 +121,20 @@ Correlator::LauncherVerdict Correlator::launcher_verdict() const {
           v.event = &r;
         }
   }
-  if (!v.rank)
-    if (auto def = lib_.find_pattern("mpirun_noticed_rank"))
+  // mpirun's lines name one rank each: the first that carries one.
+  auto first_ranked = [&](const char* pattern, const char* name) {
+    if (v.rank) return;
+    if (auto def = lib_.find_pattern(pattern))
       for (const Event& ev : events_by_def_[*def])
-        if (int r = rank_or(ev.capture("rank"), -1); r >= 0 && !v.rank) {
+        if (int r = rank_or(ev.capture("rank"), -1); r >= 0) {
           v.rank = r;
-          v.name = "mpirun's \"noticed that process rank\" line";
+          v.name = name;
           v.event = &ev;
+          return;
         }
-  if (!v.rank)
-    if (auto def = lib_.find_pattern("mpirun_first_failed"))
-      for (const Event& ev : events_by_def_[*def])
-        if (int r = rank_or(ev.capture("rank"), -1); r >= 0 && !v.rank) {
-          v.rank = r;
-          v.name = "mpirun's first failed process";
-          v.event = &ev;
-        }
+  };
+  first_ranked("mpirun_noticed_rank", "mpirun's \"noticed that process rank\" line");
+  first_ranked("mpirun_first_failed", "mpirun's first failed process");
   if (v.rank && *v.rank < 0) v.rank.reset();
   if (auto rk = lib_.find_pattern("elastic_root_cause_rank"))
     for (const Event& r : events_by_def_[*rk])

@@ -10,6 +10,13 @@
 
 namespace firstfault {
 
+namespace {
+// Whether `e` lists `id` under `explains:`.
+bool explains(const Entry& e, const std::string& id) {
+  return std::find(e.explains.begin(), e.explains.end(), id) != e.explains.end();
+}
+}  // namespace
+
 std::vector<Correlator::Hits> Correlator::evaluate_entries(const ErrorLines& errors) const {
   std::vector<size_t> error_line_defs;
   for (auto name : {"error_exception_line", "error_fatal_line", "error_generic_line"})
@@ -137,7 +144,7 @@ void Correlator::rank_entries(std::vector<Hits>& all) const {
   for (const Hits& s : all) {
     if (!s.has_root || s.entry->explains.empty()) continue;
     for (Hits& g : all) {
-      if (std::find(s.entry->explains.begin(), s.entry->explains.end(), g.entry->id) == s.entry->explains.end()) continue;
+      if (!explains(*s.entry, g.entry->id)) continue;
       const Event* gs = g.first_root ? g.first_root : g.first_any;
       bool elsewhere = gs && !gs->host.empty() && !s.first_root->host.empty() && gs->host != s.first_root->host;
       if (!elsewhere && g.confidence >= s.confidence) g.confidence = std::max(0.05, s.confidence - 0.05);
@@ -166,7 +173,7 @@ void Correlator::keep_generic_only_without_specific(std::vector<Hits>& all) cons
   auto explains_one_of = [](const Hits& h, const std::vector<Hits>& hits) {
     if (!h.has_root) return false;
     for (const Hits& g : hits)
-      if (std::find(h.entry->explains.begin(), h.entry->explains.end(), g.entry->id) != h.entry->explains.end()) return true;
+      if (explains(*h.entry, g.entry->id)) return true;
     return false;
   };
   bool specific_root = false;
