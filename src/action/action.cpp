@@ -6,6 +6,7 @@
 #include <algorithm>
 
 #include "firstfault/util/pci.h"
+#include "firstfault/util/strings.h"
 
 namespace firstfault {
 
@@ -43,7 +44,7 @@ const Evidence* initiating_line(const Diagnosis& d) {
 void add_exclusions(const Diagnosis& d, Action& a) {
   const Evidence* first = initiating_line(d);
   std::string host = !d.initiating.host.empty() ? d.initiating.host : first ? first->host : "";
-  if (!host.empty()) a.exclude_hosts.push_back(host);
+  if (plausible_host(host)) a.exclude_hosts.push_back(host);  // it reaches scontrol/kubectl command lines
   if (d.entry->category != "hardware") return;
   std::vector<const Evidence*> lines;
   if (first) lines.push_back(first);

@@ -11,6 +11,7 @@
 
 #include "ci_common.h"
 #include "firstfault/render/render.h"
+#include "firstfault/render/markdown.h"
 #include "firstfault/util/safe_text.h"
 #include "firstfault/util/strings.h"
 
@@ -192,58 +193,12 @@ std::string xml_escape(std::string_view raw) {
 
 namespace {
 
-// ---- Markdown helpers -------------------------------------------------------------------------
-
-size_t longest_backtick_run(std::string_view s) {
-  size_t best = 0, run = 0;
-  for (char c : s) {
-    run = c == '`' ? run + 1 : 0;
-    best = std::max(best, run);
-  }
-  return best;
-}
-
-// Inline code that no backtick in the (untrusted) text can close early.
-std::string md_code(std::string_view s) {
-  std::string fence(longest_backtick_run(s) + 1, '`');
-  bool pad = !s.empty() && (s.front() == '`' || s.back() == '`');
-  return fence + (pad ? " " : "") + std::string(s) + (pad ? " " : "") + fence;
-}
-
-std::string md_block(const std::vector<std::string>& lines) {
-  size_t run = 0;
-  for (const auto& l : lines) run = std::max(run, longest_backtick_run(l));
-  std::string fence(std::max<size_t>(3, run + 1), '`');
-  std::string out = fence + "text\n";
-  for (const auto& l : lines) out += l + "\n";
-  return out + fence + "\n";
-}
-
-// Log-derived prose in Markdown: no emphasis, links, HTML or @mentions can come from the log.
-std::string md_escape(std::string_view s) {
-  std::string out;
-  for (char c : s) {
-    if (std::strchr("\\`*_[]<>|~@&#!", c) && c != '\0') out.push_back('\\');
-    out.push_back(c);
-  }
-  return out;
-}
-
-// Library text (trusted, authored) inside a table cell: only the cell delimiter matters.
-std::string md_cell(std::string_view s) {
-  std::string out;
-  for (char c : s) {
-    if (c == '|') out += "\\|";
-    else if (c == '\n') out += ' ';
-    else out.push_back(c);
-  }
-  return out;
-}
+// ---- Markdown (the escapes are in firstfault/render/markdown.h) ---------------------------------
 
 // "**restart excluding `node-17` (GPU `0000:bd:00`)** — reason": what to leave out as code (it
 // comes from the log), the reason escaped.
-std::string md_action(const Action& a) {
-  return "**" + action_phrase(a, [](const std::string& s) { return md_code(s); }) + "** — " + md_escape(safe_line(a.reason));
+std::string md_action(const Action& a, bool in_table = false) {
+  return "**" + action_phrase(a, [in_table](const std::string& s) { return markdown_code(s, in_table); }) + "** — " + markdown_escape(safe_line(a.reason));
 }
 
 std::string redaction_note(const CiRenderOptions& o) {
@@ -295,18 +250,18 @@ std::string render_markdown(const Diagnosis& d, const Library& lib, const CiRend
   if (d.verdict == "diagnosed" && d.entry) {
     const Entry& e = *d.entry;
     out += fmt::format("### firstfault: {}\n\n", e.title);
-    out += fmt::format("**Verdict:** diagnosed {} · {} · severity **{}** · confidence {:.2f}\n\n", md_code(e.id), e.category,
+    out += fmt::format("**Verdict:** diagnosed {} · {} · severity **{}** · confidence {:.2f}\n\n", markdown_code(e.id), e.category,
                        e.severity, d.confidence);
     out += "| | |\n|---|---|\n";
-    out += "| Action | " + md_action(d.action) + " |\n";
+    out += "| Action | " + md_action(d.action, true) + " |\n";
     std::string rank = d.initiating.rank ? fmt::format("**{}**", *d.initiating.rank) : rank_phrase(d);
-    if (d.initiating.rank && !d.initiating.host.empty()) rank += " on host " + md_code(safe_line(d.initiating.host));
+    if (d.initiating.rank && !d.initiating.host.empty()) rank += " on host " + markdown_code(safe_line(d.initiating.host), true);
     out += "| Initiating rank | " + rank + " |\n";
-    if (!d.initiating.reason.empty()) out += "| Why | " + md_escape(safe_line(d.initiating.reason)) + " |\n";
-    if (a) out += std::string(has_evidence(d) ? "| First evidence | " : "| Last line | ") + md_code(where(*a)) + " |\n";
-    std::string collateral = d.collateral.summary.empty() ? "none" : md_escape(safe_line(d.collateral.summary));
+    if (!d.initiating.reason.empty()) out += "| Why | " + markdown_escape(safe_line(d.initiating.reason)) + " |\n";
+    if (a) out += std::string(has_evidence(d) ? "| First evidence | " : "| Last line | ") + markdown_code(where(*a), true) + " |\n";
+    std::string collateral = d.collateral.summary.empty() ? "none" : markdown_escape(safe_line(d.collateral.summary));
     out += "| Collateral | " + collateral + " |\n";
-    if (a) out += "\n" + md_block({safe_line(truncate_utf8(a->text, 400))});
+    if (a) out += "\n" + markdown_block({safe_line(truncate_utf8(a->text, 400))});
     out += "\n**Fix:** ";
     auto fix = paragraphs(e.fix);
     for (size_t i = 0; i < fix.size(); ++i) out += (i ? "\n\n" : "") + fix[i];
@@ -318,7 +273,7 @@ std::string render_markdown(const Diagnosis& d, const Library& lib, const CiRend
       out += "\n**Also possible:**";
       for (size_t i = 0; i < d.alternatives.size(); ++i) {
         const Entry* ae = lib.find_entry(d.alternatives[i].id);
-        out += fmt::format("{} {} {} ({:.2f})", i ? ";" : "", md_code(d.alternatives[i].id), ae ? md_cell(ae->title) : "",
+        out += fmt::format("{} {} {} ({:.2f})", i ? ";" : "", markdown_code(d.alternatives[i].id), ae ? markdown_cell(ae->title) : "",
                            d.alternatives[i].confidence);
       }
       out += "\n";
@@ -327,13 +282,13 @@ std::string render_markdown(const Diagnosis& d, const Library& lib, const CiRend
     out += "### firstfault: no known failure matched\n\n";
     out += "**Verdict:** unrecognized · error lines were seen, but no entry of the failure library matched them.\n";
     out += "\n**Action:** " + md_action(d.action) + "\n";
-    if (a) out += "\n" + first_error_label(*a) + ": " + md_code(where(*a)) + "\n\n" + md_block({safe_line(truncate_utf8(a->text, 400))});
-    if (d.suspect) out += "\n" + md_cell(suspect_label(*d.suspect)) + ": " + md_cell(safe_line(d.suspect->reason)) + "\n";
+    if (a) out += "\n" + first_error_label(*a) + ": " + markdown_code(where(*a)) + "\n\n" + markdown_block({safe_line(truncate_utf8(a->text, 400))});
+    if (d.suspect) out += "\n" + markdown_cell(suspect_label(*d.suspect)) + ": " + markdown_cell(safe_line(d.suspect->reason)) + "\n";
   } else if (d.verdict == "incomplete") {
     out += "### firstfault: training stopped making progress\n\n";
     out += "**Verdict:** incomplete · training stopped making progress long before the log ends, with no error line and no completion marker.\n";
     out += "\n**Action:** " + md_action(d.action) + "\n\n";
-    for (const auto& l : stopped_run_lines(d, [](const Evidence& e) { return md_code(where(e)); })) out += md_cell(l) + "\n\n";
+    for (const auto& l : stopped_run_lines(d, [](const Evidence& e) { return markdown_code(where(e)); })) out += markdown_cell(l) + "\n\n";
   } else if (d.verdict == "error") {
     out += "### firstfault: nothing to diagnose\n\n";
     out += "**Verdict:** error · no input yielded a line (the reasons are below).\n";
@@ -346,7 +301,7 @@ std::string render_markdown(const Diagnosis& d, const Library& lib, const CiRend
   if (!failed.empty()) {
     out += "\n**Inputs not read completely:**\n\n";
     for (const InputSummary* in : failed)
-      out += "- " + md_code(safe_line(in->path)) + ": " + md_escape(safe_line(in->error)) + "\n";
+      out += "- " + markdown_code(safe_line(in->path)) + ": " + markdown_escape(safe_line(in->error)) + "\n";
   }
   std::string note = fmt::format("read {} line(s) from {} input(s)", d.total_lines, d.inputs.size() - d.skipped_inputs);
   if (d.skipped_inputs) note += fmt::format("; {} binary file(s) skipped", d.skipped_inputs);

@@ -19,10 +19,12 @@
 #include "firstfault/app/pipeline.h"
 #include "firstfault/reader/archive.h"
 #include "firstfault/render/ci_render.h"
+#include "firstfault/render/markdown.h"
 #include "firstfault/render/render.h"
 #include "firstfault/signatures/loader.h"
 #include "firstfault/util/line_template.h"
 #include "firstfault/util/redact.h"
+#include "firstfault/util/safe_text.h"
 #include "firstfault/util/strings.h"
 
 namespace firstfault {
@@ -64,6 +66,9 @@ void finish_output(JobOutput& o, Redactor* r, bool want_json, const Library& lib
     if (o.diagnosis) redact_diagnosis(*o.diagnosis, *r);  // first: it knows the job's hosts
     for (std::string* s : {&o.rec.job, &o.rec.error, &o.rec.first_error}) *s = r->mask(*s);
   }
+  // Job names (file and member names) and log lines are printed to terminals and CI logs.
+  if (o.diagnosis) defuse_diagnosis(*o.diagnosis);
+  for (std::string* s : {&o.rec.job, &o.rec.error, &o.rec.first_error}) *s = safe_line(*s);
   if (want_json) {
     json j = o.diagnosis ? diagnosis_to_json(*o.diagnosis, lib) : json::object();
     j["type"] = "job";
@@ -232,20 +237,13 @@ json summary_json(const Summary& s) {
           {"unrecognized_clusters", clusters}, {"error_rows", errors}};
 }
 
-std::string csv_field(const std::string& v) {
-  if (v.find_first_of(",\"\n\r") == std::string::npos) return v;
-  std::string out = "\"";
-  for (char c : v) out += c == '"' ? std::string("\"\"") : std::string(1, c);
-  return out + "\"";
-}
-
 // `action` comes last so that readers indexing the older columns by position keep working.
 const char* const kCsvHeader = "job,verdict,id,category,severity,initiating_rank,error,action\n";
 
 void write_csv_row(const JobRecord& r, const TriageOptions& o, std::ostream& out) {
   if (o.unknown_only && r.verdict != "unrecognized") return;
-  out << csv_field(r.job) << ',' << r.verdict << ',' << r.id << ',' << r.category << ',' << r.severity << ','
-      << (r.rank ? std::to_string(*r.rank) : "") << ',' << csv_field(strip_control(r.error)) << ',' << r.action << "\n";
+  out << csv_cell(safe_line(r.job)) << ',' << r.verdict << ',' << r.id << ',' << r.category << ',' << r.severity << ','
+      << (r.rank ? std::to_string(*r.rank) : "") << ',' << csv_cell(safe_line(r.error)) << ',' << r.action << "\n";
 }
 
 // The grouped summary (table, markdown); csv and jsonl rows are written job by job.
@@ -260,29 +258,31 @@ void render_summary(const Summary& s, const TriageOptions& o, std::ostream& out)
     if (md) out << "| count | share | severity | action | entry | title | examples |\n|---:|---:|---|---|---|---|---|\n";
     else out << fmt::format("{:>6} {:>6}  {:<9} {:<17} {:<44} {}\n", "count", "share", "severity", "action", "entry", "example jobs");
     for (const auto& g : s.groups) {
-      std::string ex = fmt::format("{}", fmt::join(g.examples, ", "));
-      if (md)
+      if (md) {
+        std::vector<std::string> ex;
+        for (const auto& e : g.examples) ex.push_back(markdown_code(safe_line(e), true));
         out << fmt::format("| {} | {:.1f}% | {} | {} | `{}` | {} | {} |\n", g.count, pct(g.count), g.severity, g.action, g.id,
-                           g.title, ex);
-      else
+                           markdown_cell(g.title), fmt::join(ex, ", "));
+      } else {
         out << fmt::format("{:>6} {:>5.1f}%  {:<9} {:<17} {:<44} {}\n", g.count, pct(g.count), g.severity, g.action, g.id,
-                           strip_control(ex));
+                           safe_line(fmt::format("{}", fmt::join(g.examples, ", "))));
+      }
     }
     out << "\n";
   }
   if (!s.clusters.empty()) {
     out << (md ? "## Unrecognized failures, by first error line\n\n" : "Unrecognized failures, by first error line (write an entry for the biggest):\n");
     for (const auto& c : s.clusters) {
-      if (md) out << fmt::format("- **{}** × `{}` (e.g. {})\n", c.count, c.templ, c.example_job);
-      else out << fmt::format("{:>6}  {}\n        e.g. {}\n", c.count, strip_control(c.templ), strip_control(c.example_job));
+      if (md) out << fmt::format("- **{}** × {} (e.g. {})\n", c.count, markdown_code(safe_line(c.templ)), markdown_code(safe_line(c.example_job)));
+      else out << fmt::format("{:>6}  {}\n        e.g. {}\n", c.count, safe_line(c.templ), safe_line(c.example_job));
     }
     out << "\n";
   }
   if (!o.unknown_only && !s.error_rows.empty()) {
     out << (md ? "## Jobs that could not be read\n\n" : "Jobs that could not be read:\n");
     for (const auto& [j, e] : s.error_rows)
-      out << (md ? fmt::format("- `{}`: {}\n", strip_control(j), strip_control(e))
-                 : fmt::format("  {}: {}\n", strip_control(j), strip_control(e)));
+      out << (md ? fmt::format("- {}: {}\n", markdown_code(safe_line(j)), markdown_escape(safe_line(e)))
+                 : fmt::format("  {}: {}\n", safe_line(j), safe_line(e)));
   }
 }
 
@@ -370,6 +370,9 @@ bool read_records(const std::vector<std::string>& files, std::vector<JobRecord>&
         return false;
       }
       if (j.value("type", "") != "job") continue;
+      // A shard's lines are input like any other: defused as if this run had written them.
+      for_each_json_text(j, [](std::string& s) { s = safe_line(s); });
+      line = j.dump(-1, ' ', false, json::error_handler_t::replace);
       JobRecord r = record_of_json(j);
       by_job[r.job] = {r, line};
     }

@@ -155,4 +155,8 @@ void neutralize_diagnosis(Diagnosis& d) {
   });
 }
 
+void defuse_diagnosis(Diagnosis& d) {
+  for_each_text(d, [](std::string& s) { s = safe_line(s); });
+}
+
 }  // namespace firstfault

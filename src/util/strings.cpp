@@ -2,6 +2,9 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+#include <cctype>
+
 namespace firstfault {
 
 std::string_view trim(std::string_view s) {
@@ -53,6 +56,13 @@ std::string sanitize_utf8(std::string_view s) {
   return out;
 }
 
+bool plausible_host(std::string_view s) {
+  if (s.empty() || s.size() > 253 || !std::isalnum(static_cast<unsigned char>(s.front()))) return false;
+  return std::all_of(s.begin(), s.end(), [](char c) {
+    return std::isalnum(static_cast<unsigned char>(c)) || c == '.' || c == '_' || c == '-';
+  });
+}
+
 std::string strip_control(std::string_view s) {
   std::string out;
   out.reserve(s.size());
@@ -79,6 +89,15 @@ std::string strip_control(std::string_view s) {
       unsigned char d = static_cast<unsigned char>(s[i + 1]);
       if (d >= 0x80 && d <= 0x9F) {
         ++i;
+        continue;
+      }
+    }
+    // Bidirectional controls reorder what a reader sees ("Trojan Source"): U+200E/200F,
+    // U+202A..202E, U+2066..2069.
+    if (c == 0xE2 && i + 2 < s.size()) {
+      unsigned char d = static_cast<unsigned char>(s[i + 1]), e = static_cast<unsigned char>(s[i + 2]);
+      if ((d == 0x80 && (e == 0x8E || e == 0x8F || (e >= 0xAA && e <= 0xAE))) || (d == 0x81 && e >= 0xA6 && e <= 0xA9)) {
+        i += 2;
         continue;
       }
     }

@@ -11,6 +11,7 @@
 #include "firstfault/app/pipeline.h"
 #include "firstfault/render/ci_render.h"
 #include "firstfault/signatures/loader.h"
+#include "firstfault/util/safe_text.h"
 #include "firstfault/util/strings.h"
 #include "firstfault/watch/duration.h"
 #include "firstfault/watch/hooks.h"
@@ -58,8 +59,9 @@ HookRunner::Env hook_env(const Alert& a) {
   HookRunner::Env env = {{"FIRSTFAULT_ALERT_KIND", a.kind}, {"FIRSTFAULT_ALERT_SEQ", std::to_string(a.seq)}};
   env.push_back({"FIRSTFAULT_ENTRY", d.entry ? d.entry->id : ""});
   env.push_back({"FIRSTFAULT_SEVERITY", d.entry ? d.entry->severity : ""});
-  env.push_back({"FIRSTFAULT_RANK", d.initiating.rank ? std::to_string(*d.initiating.rank) : ""});
-  env.push_back({"FIRSTFAULT_HOST", d.initiating.host});
+  env.push_back({"FIRSTFAULT_RANK", d.initiating.rank && *d.initiating.rank >= 0 ? std::to_string(*d.initiating.rank) : ""});
+  // The host comes from log text: only a plausible host name reaches a shell (docs/watch.md).
+  env.push_back({"FIRSTFAULT_HOST", plausible_host(d.initiating.host) ? d.initiating.host : ""});
   return env;
 }
 
@@ -87,6 +89,15 @@ void redact_alert(Alert& a, Redactor& r) {
   if (a.stall) {
     a.stall->last_line = r.mask(a.stall->last_line);
     a.stall->file = r.mask(a.stall->file);
+  }
+}
+
+void defuse_alert(Alert& a) {
+  defuse_diagnosis(a.diagnosis);
+  a.reason = safe_line(a.reason);
+  if (a.stall) {
+    a.stall->last_line = safe_line(a.stall->last_line);
+    a.stall->file = safe_line(a.stall->file);
   }
 }
 
@@ -201,9 +212,9 @@ int run_watch(const WatchOptions& o, std::ostream& out) {
   };
 
   auto on_alert = [&](const Alert& raw) {
-    std::optional<Alert> masked;
-    if (redact) redact_alert(masked.emplace(raw), redactor);
-    const Alert& a = masked ? *masked : raw;
+    Alert a = raw;
+    if (redact) redact_alert(a, redactor);
+    defuse_alert(a);
     std::string json = dump_json(alert_to_json(a, lib), -1) + "\n";
     if (o.format == "jsonl") out << json;
     else out << render_alert_text(a, lib, style);

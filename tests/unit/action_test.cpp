@@ -6,6 +6,7 @@
 #include "firstfault/app/pipeline.h"
 #include "firstfault/util/pci.h"
 #include "firstfault/util/redact.h"
+#include "firstfault/util/strings.h"
 #include "test_support.h"
 
 using namespace firstfault;
@@ -89,6 +90,19 @@ TEST_CASE("decide_action: restart-excluding names the host, and the GPU only for
   a = decide_action(diagnosed(network, "node-17", nccl));
   CHECK(a.exclude_hosts == std::vector<std::string>{"node-17"});
   CHECK(a.exclude_gpus.empty());
+}
+
+TEST_CASE("decide_action: a host the log names that is not a host name is never excluded") {
+  // The exclusion reaches scontrol, kubectl and ssh command lines: an option, a Slurm host list
+  // or a list would act on other nodes (issue 27).
+  Entry hardware = entry_of("hardware", ActionKind::kRestartExcluding);
+  Evidence xid = line("NVRM: Xid (PCI:0000:9a:00): 79, pid=48215, GPU has fallen off the bus.");
+  for (const char* host : {"-oProxyCommand=touch /tmp/x", "gpu[001-999]", "a,b", "node 1", "$(id)", ".hidden", ""})
+    CHECK(decide_action(diagnosed(hardware, host, xid)).exclude_hosts.empty());
+  CHECK(decide_action(diagnosed(hardware, "gpu-a100_07.cluster.local", xid)).exclude_hosts ==
+        std::vector<std::string>{"gpu-a100_07.cluster.local"});
+  CHECK(plausible_host("n1"));
+  CHECK_FALSE(plausible_host(std::string(254, 'a')));
 }
 
 TEST_CASE("decide_action: the host comes from the first evidence when no rank was decided") {

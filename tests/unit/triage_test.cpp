@@ -6,6 +6,7 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 
+#include "firstfault/render/markdown.h"
 #include "firstfault/triage/triage.h"
 #include "firstfault/util/line_template.h"
 #include "firstfault/reader/archive.h"
@@ -252,6 +253,52 @@ TEST_CASE("triage: archive member names are made relative, and the root is a top
   CHECK(archive_root({"job-a/rank0.log", "job-b/rank0.log"}).empty());
   CHECK(archive_root({"top/job-a/rank0.log", "README"}).empty());
   CHECK(archive_root({"top/job-a/rank0.log", "topper/job-b/rank0.log"}).empty());
+}
+
+TEST_CASE("triage: hostile job names and log lines stay text in every format, and after a merge") {
+  // A directory name that starts a workflow command on its own line, one that a spreadsheet
+  // would run as a formula, and a log line with C1 CSI, BEL, bidi overrides, an Azure logging
+  // command and Markdown that would render (issue 27).
+  test::TempDir dir;
+  std::string hostile_line = "[rank0]: RuntimeError: \xc2\x9b" "31m\a ##vso[task.setvariable variable=x]1 \xe2\x80\xae" "evil "
+                             "<img src=x> @here `a|b` [l](http://x)\n";
+  dir.write("jobs/x\n::warning::pwned/out.log", hostile_line);
+  dir.write("jobs/=HYPERLINK(\"x\")/out.log", hostile_line);
+  dir.write("jobs/ok|`job`/out.log", kb("cuda-oom"));
+  auto run = [&](const std::string& format, std::vector<std::string> merge = {}) {
+    TriageOptions o;
+    o.paths = {dir.path() + "/jobs"};
+    o.format = format;
+    o.progress = false;
+    o.merge = std::move(merge);
+    if (!o.merge.empty()) o.paths.clear();
+    std::ostringstream out;
+    run_triage(o, out);
+    return out.str();
+  };
+  std::string jsonl = run("jsonl");
+  dir.write("shard.jsonl", jsonl);
+  for (const std::string& out : {run("table"), run("markdown"), run("csv"), jsonl, run("table", {dir.path() + "/shard.jsonl"})}) {
+    INFO(out);
+    CHECK(out.find("\n::") == std::string::npos);
+    CHECK(out.find("##vso[") == std::string::npos);
+    for (const char* bad : {"\a", "\x1b", "\xc2\x9b", "\xe2\x80\xae"}) CHECK(out.find(bad) == std::string::npos);
+  }
+  // A cell a spreadsheet would run as a formula is shown as text.
+  CHECK(csv_cell("=HYPERLINK(\"x\")") == "\"'=HYPERLINK(\"\"x\"\")\"");
+  CHECK(csv_cell("-1+2") == "'-1+2");
+  CHECK(csv_cell("@SUM(A1)") == "'@SUM(A1)");
+  CHECK(csv_cell("a,b") == "\"a,b\"");
+  CHECK(csv_cell("rank-3") == "rank-3");
+  // Markdown: a job name's "|" and backticks cannot end its cell or its code span.
+  std::string md = run("markdown");
+  INFO(md);
+  CHECK(md.find("/ok\\|`job` ``") != std::string::npos);
+  // The unrecognised line is shown inside a code span, where HTML, links and mentions are text.
+  size_t img = md.find("<img");
+  REQUIRE(img != std::string::npos);
+  size_t row = md.rfind('\n', img) + 1;
+  CHECK(md.substr(row, img - row).find("`") != std::string::npos);
 }
 
 TEST_CASE("line_template masks what varies between occurrences of a message") {

@@ -476,3 +476,28 @@ TEST_CASE("watch: an alert as JSON carries the stall and the full diagnosis") {
   std::string text = render_alert_text(a, library(), style);
   CHECK(text.rfind("== firstfault alert #4 [rank-stall] 2023-11-14T22:13:20.123Z\nrank 3 printed no progress", 0) == 0);
 }
+
+TEST_CASE("watch: an alert's log text is defused before it is printed or given to a hook") {
+  // Log text reaches stdout (jsonl and text) and a hook's stdin; terminal controls, bidi
+  // overrides and CI commands in it must arrive inert (issue 27).
+  const std::string hostile = "\xc2\x9b" "31m\a\xe2\x80\xae ##vso[task.complete]\n::error::x";
+  Alert a;
+  a.seq = 1;
+  a.kind = "stall";
+  a.reason = "stalled after " + hostile;
+  a.diagnosis.verdict = "unrecognized";
+  a.diagnosis.initiating.host = "-oProxyCommand=x";
+  Evidence e;
+  e.text = "RuntimeError: " + hostile;
+  a.diagnosis.first_error = e;
+  StallInfo s;
+  s.scope = "job";
+  s.last_line = "step 7 " + hostile;
+  a.stall = s;
+  defuse_alert(a);
+  TextStyle style;
+  for (const std::string& out : {alert_to_json(a, library()).dump(), render_alert_text(a, library(), style)}) {
+    INFO(out);
+    for (const char* bad : {"\xc2\x9b", "\a", "\xe2\x80\xae", "##vso[", "\n::", "\\u0007"}) CHECK(out.find(bad) == std::string::npos);
+  }
+}

@@ -29,4 +29,8 @@ void for_each_text(Diagnosis& d, const std::function<void(std::string&)>& fn);
 // neutralize_ci_commands on every log-derived string of `d`.
 void neutralize_diagnosis(Diagnosis& d);
 
+// safe_line on every log-derived string of `d`: for outputs that print those strings where a
+// terminal or a CI runner reads them (triage's table, markdown, csv and jsonl; watch's alerts).
+void defuse_diagnosis(Diagnosis& d);
+
 }  // namespace firstfault

@@ -43,6 +43,11 @@ std::string_view trim(std::string_view s);
 // Replaces invalid UTF-8 sequences with U+FFFD so JSON output always stays valid.
 std::string sanitize_utf8(std::string_view s);
 
+// Whether `s` can be used as a host name on a command line (ssh, scontrol, kubectl): 1-253
+// characters of [A-Za-z0-9._-], starting with a letter or digit. Rejects what log text could
+// smuggle in: options ("-oProxyCommand=..."), Slurm host lists ("gpu[001-999]"), lists, blanks.
+bool plausible_host(std::string_view s);
+
 // Removes control characters and escape sequences so log text cannot drive a terminal.
 std::string strip_control(std::string_view s);
 

@@ -65,6 +65,9 @@ nlohmann::json alert_to_json(const Alert& a, const Library& lib);
 // --redact: masks every log-derived string of `a` (its diagnosis, reason and stall line) in
 // place. One Redactor serves the whole watch, so a node keeps its host-N from alert to alert.
 void redact_alert(Alert& a, Redactor& r);
+// Every log-derived string of `a` through safe_line (no controls, escapes or CI commands), as
+// every alert is before it is printed, exported or given to a hook.
+void defuse_alert(Alert& a);
 std::string render_alert_text(const Alert& a, const Library& lib, const TextStyle& style);
 
 }  // namespace firstfault
