@@ -136,7 +136,7 @@ int main(int argc, char** argv) {
   TimelineOptions topt;
   auto* timeline = app.add_subcommand("timeline", "Per-rank view of a job, identical ranks collapsed");
   timeline->add_option("paths", topt.paths, "Log files or directories of one job; '-' or nothing reads stdin")->type_name("PATH");
-  timeline->add_option("-f,--format", topt.format, "Output format")->check(CLI::IsMember({"text", "json"}));
+  timeline->add_option("-f,--format", topt.format, "Output format: text, json, html (one self-contained page) or svg")->check(CLI::IsMember({"text", "json", "html", "svg"}));
   timeline->add_option("--rank-from", topt.rank_from, "Regex with one capture group that takes the rank from a file path")
       ->type_name("REGEX");
   RedactFlag timeline_redact;

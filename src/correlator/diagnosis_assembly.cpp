@@ -146,23 +146,36 @@ void Correlator::list_evidence(Diagnosis& d, const Hits& top) const {
   }
 }
 
-// One summary per rank: its last line, progress, first event and role in the failure.
+// One summary per rank: its last line, progress, first event and role in the failure. A rank's
+// first event is the diagnosed entry's when that entry has one on the rank (so `timeline` and
+// `diagnose` name the same line the same way), else the first of any entry's. The initiating
+// rank is listed even when no line is prefixed with it (named only by a message, e.g. NCCL's
+// "rank 3" in a socket error): with no lines of its own, its first event is the deciding line.
 void Correlator::summarise_ranks(Diagnosis& d) const {
-  std::map<int, const Event*> first_event;
-  std::map<int, Role> first_role;
-  for (const Entry& e : lib_.entries) {
-    for (const PatternRef& ref : e.refs) {
+  struct First {
+    const Event* ev = nullptr;
+    Role role = Role::kRoot;
+  };
+  auto first_events = [&](const std::vector<PatternRef>& refs, std::map<int, First>& into) {
+    for (const PatternRef& ref : refs) {
       if (ref.role == Role::kContext) continue;
       for (const Event& ev : events_by_def_[ref.def]) {
         if (ev.rank < 0) continue;
-        auto it = first_event.find(ev.rank);
-        if (it == first_event.end() || earlier(ev, *it->second)) {
-          first_event[ev.rank] = &ev;
-          first_role[ev.rank] = ref.role;
-        }
+        First& f = into[ev.rank];
+        if (!f.ev || earlier(ev, *f.ev)) f = {&ev, ref.role};
       }
     }
-  }
+  };
+  std::map<int, First> of_entry, of_any;
+  if (d.entry) first_events(d.entry->refs, of_entry);
+  for (const Entry& e : lib_.entries) first_events(e.refs, of_any);
+  auto role_of = [&](int r) -> std::string {
+    if ((d.initiating.rank && *d.initiating.rank == r) || (d.suspect && d.suspect->rank && *d.suspect->rank == r))
+      return "initiating";
+    if (std::binary_search(d.affected_ranks.begin(), d.affected_ranks.end(), r)) return "affected";
+    if (std::binary_search(d.collateral.ranks.begin(), d.collateral.ranks.end(), r)) return "collateral";
+    return "quiet";
+  };
   for (const auto& [r, rs] : ranks_) {
     RankSummary s;
     s.rank = r;
@@ -176,15 +189,22 @@ void Correlator::summarise_ranks(Diagnosis& d) const {
     s.last_time = rs.last_time.kind == Timestamp::kNoYear && ref_year_ ? with_year(rs.last_time, ref_year_) : rs.last_time;
     s.last_step = rs.last_step;
     s.last_progress = rs.last_progress;
-    if (auto it = first_event.find(r); it != first_event.end()) {
-      s.first_event = to_evidence(*it->second, lib_.patterns[it->second->def].name, first_role[r]);
-    }
-    if ((d.initiating.rank && *d.initiating.rank == r) || (d.suspect && d.suspect->rank && *d.suspect->rank == r))
-      s.role = "initiating";
-    else if (std::binary_search(d.affected_ranks.begin(), d.affected_ranks.end(), r)) s.role = "affected";
-    else if (std::binary_search(d.collateral.ranks.begin(), d.collateral.ranks.end(), r)) s.role = "collateral";
-    else s.role = "quiet";
+    const First* first = nullptr;
+    if (auto e = of_entry.find(r); e != of_entry.end()) first = &e->second;
+    else if (auto a = of_any.find(r); a != of_any.end()) first = &a->second;
+    if (first) s.first_event = to_evidence(*first->ev, lib_.patterns[first->ev->def].name, first->role);
+    s.role = role_of(r);
     d.ranks.push_back(std::move(s));
+  }
+  const RankDecision& named = d.initiating.rank ? d.initiating : d.suspect ? *d.suspect : d.initiating;
+  if (named.rank && !ranks_.count(*named.rank)) {
+    RankSummary s;
+    s.rank = *named.rank;
+    s.host = named.host;
+    s.role = "initiating";
+    s.first_event = named.first_evidence;
+    auto at = std::lower_bound(d.ranks.begin(), d.ranks.end(), s.rank, [](const RankSummary& a, int r) { return a.rank < r; });
+    d.ranks.insert(at, std::move(s));
   }
 }
 

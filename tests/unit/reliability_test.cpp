@@ -464,7 +464,9 @@ TEST_CASE("reliability: a log whose ranks claim thousands of different hosts") {
   REQUIRE(d.entry);
   CHECK(d.initiating.method == "missing-from-timeout");
   CHECK(*d.initiating.rank == 1234);
-  CHECK(d.ranks.size() == kRanks - 1);
+  CHECK(d.ranks.size() == kRanks);  // the missing rank too, listed as initiating with no line of its own
+  CHECK(d.ranks[1234].role == "initiating");
+  CHECK(d.ranks[1234].lines == 0);
   CHECK(d.ranks[1000].host == "worker-1000");
   CHECK(d.collateral.ranks.size() == kRanks - 1);
   CHECK_FALSE(d.limits.truncated);

@@ -1,0 +1,104 @@
+// The timeline's views (render/timeline_render.h) and the per-rank summaries they draw.
+#include <catch2/catch.hpp>
+
+#include "firstfault/app/pipeline.h"
+#include "firstfault/render/timeline_render.h"
+#include "test_support.h"
+
+using namespace firstfault;
+
+namespace {
+
+struct Fixture : test::RepoEngine {
+  Diagnosis kb(const std::string& name) {
+    return analyze_paths({test::source_dir() + "/testdata/kb/" + name + ".log"}, matcher, {}).diagnosis;
+  }
+  Diagnosis text(const std::string& log) {
+    test::TempDir dir;
+    return analyze_paths({dir.write("job.log", log)}, matcher, {}).diagnosis;
+  }
+};
+
+const RankSummary* rank_of(const Diagnosis& d, int rank) {
+  for (const RankSummary& r : d.ranks)
+    if (r.rank == rank) return &r;
+  return nullptr;
+}
+
+size_t count(const std::string& s, const std::string& what) {
+  size_t n = 0;
+  for (size_t at = s.find(what); at != std::string::npos; at = s.find(what, at + 1)) ++n;
+  return n;
+}
+
+}  // namespace
+
+TEST_CASE_METHOD(Fixture, "timeline: the initiating rank is listed even when no line is prefixed with it") {
+  Diagnosis d = kb("nccl-socket-connect-failed");
+  REQUIRE(d.initiating.rank == 3);
+  const RankSummary* r = rank_of(d, 3);
+  REQUIRE(r);
+  CHECK(r->role == "initiating");
+  CHECK(r->lines == 0);
+  REQUIRE(r->first_event);
+  CHECK(r->first_event->text == d.initiating.first_evidence->text);
+  std::string text = render_timeline_text(d);
+  CHECK_THAT(text, Catch::Contains("3              initiating"));
+  CHECK_THAT(text, Catch::Contains("(no line of its own; named by "));
+}
+
+TEST_CASE_METHOD(Fixture, "timeline: a rank's first event is the diagnosed entry's line, as in diagnose") {
+  Diagnosis d = kb("cuda-oom");
+  REQUIRE(d.entry);
+  const RankSummary* r = rank_of(d, 3);
+  REQUIRE(r);
+  REQUIRE(r->first_event);
+  CHECK(r->first_event->pattern.rfind(d.entry->id + "/", 0) == 0);
+  CHECK(r->first_event->line == d.initiating.first_evidence->line);
+}
+
+TEST_CASE_METHOD(Fixture, "timeline: the text view has a time column") {
+  std::string text = render_timeline_text(kb("nccl-collective-timeout"));
+  CHECK_THAT(text, Catch::Contains("first event at"));
+  CHECK_THAT(text, Catch::Contains(" --11-07T10:02:41"));
+}
+
+TEST_CASE_METHOD(Fixture, "timeline: the HTML page labels the initiating lane, shows the evidence, and is self-contained") {
+  Diagnosis d = kb("nccl-collective-timeout");
+  std::string html = render_timeline_html(d, lib);
+  CHECK(html.rfind("<!DOCTYPE html>", 0) == 0);
+  CHECK_THAT(html, Catch::Contains(R"(class="lane initiating" data-rank="5")"));
+  CHECK_THAT(html, Catch::Contains(R"(class="label strong">rank 5</text>)"));
+  CHECK_THAT(html, Catch::Contains("<b>Initiating rank 5</b>"));
+  CHECK(count(html, "class=\"lane ") == 8);
+  CHECK(html.find("<script") == std::string::npos);
+  CHECK_THAT(html, Catch::Contains("default-src 'none'"));
+  std::string svg = render_timeline_svg(d, lib);
+  CHECK(svg.rfind("<?xml", 0) == 0);
+  CHECK_THAT(svg, Catch::Contains("initiating rank 5"));
+}
+
+TEST_CASE_METHOD(Fixture, "timeline: many ranks become a heat strip and a few lanes") {
+  std::string log;
+  for (int r = 0; r < 300; ++r)
+    log += "[rank" + std::to_string(r) + "]:[E1107 10:50:00.000000000 ProcessGroupNCCL.cpp:607] [Rank " + std::to_string(r) +
+           "] Watchdog caught collective operation timeout: WorkNCCL(SeqNum=9, OpType=ALLREDUCE, NumelIn=1, NumelOut=1, "
+           "Timeout(ms)=600000) ran for 600001 milliseconds before timing out.\n";
+  log += "[rank77]: torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB.\n";
+  Diagnosis d = text(log);
+  REQUIRE(d.ranks.size() == 300);
+  std::string html = render_timeline_html(d, lib);
+  CHECK_THAT(html, Catch::Contains("all 300 ranks, by role"));
+  CHECK(count(html, "class=\"lane ") <= kMaxTimelineLanes);
+  CHECK_THAT(html, Catch::Contains(R"(data-rank="77")"));
+  CHECK_THAT(html, Catch::Contains("more rank(s) behave like a lane above"));
+}
+
+TEST_CASE_METHOD(Fixture, "timeline: log text in the page is text, never markup") {
+  Diagnosis d = text("[rank1]: RuntimeError: </title></svg><script>alert(1)</script><img src=x>\n[rank0]: ok\n");
+  for (const std::string& page : {render_timeline_html(d, lib), render_timeline_svg(d, lib)}) {
+    CHECK(page.find("<script") == std::string::npos);
+    CHECK(page.find("<img") == std::string::npos);
+    CHECK_THAT(page, Catch::Contains("&lt;script&gt;"));
+  }
+}
