@@ -184,16 +184,54 @@ void Correlator::add_event(Event ev) {
     note_step(ev.rank, *step, ev.text);
     if (!t_.referenced[def]) return;
   }
+  store_event(std::move(ev));
+}
+
+namespace {
+// Heap and inline bytes an event holds (strings past the small-string buffer count in full).
+size_t event_cost(const Event& ev) {
+  auto str = [](const std::string& s) { return s.capacity() > 15 ? s.capacity() + 1 : 0; };
+  size_t n = sizeof(Event) + str(ev.text) + str(ev.host) + ev.captures.capacity() * sizeof(ev.captures[0]);
+  for (const auto& [k, v] : ev.captures) n += str(k) + str(v);
+  return n;
+}
+}  // namespace
+
+bool Correlator::store_event(Event&& ev) {
+  size_t def = ev.def;
   auto& list = events_by_def_[def];
   if (list.size() >= kMaxEventsPerPattern) {
     note_dropped(def);
-    return;
+    return false;
   }
-  if (ev.text.size() > kMaxEventText) {
+  if (event_bytes_ >= kEventBudget) {
+    // Past the budget: a pattern's first events, then each rank's first event of the pattern
+    // (a collective timeout per rank is what names the missing rank), until the hard bound.
+    if (ranks_stored_.empty()) ranks_stored_.resize(events_by_def_.size());
+    auto& seen = ranks_stored_[def];
+    if (seen.empty())
+      for (const Event& e : list) seen.insert(e.rank);
+    bool first_of_pattern = list.size() < kMinEventsPerPattern;
+    bool first_of_rank = event_bytes_ < kEventHardBudget && !seen.count(ev.rank);
+    if (!first_of_pattern && !first_of_rank) {
+      ++budget_dropped_;
+      note_dropped(def);
+      return false;
+    }
+    seen.insert(ev.rank);
+    if (ev.text.size() > kEventTextOverBudget) {
+      ev.text = truncate_utf8(ev.text, kEventTextOverBudget);
+      ev.text.shrink_to_fit();
+      ++budget_cut_;
+    }
+  } else if (ev.text.size() > kMaxEventText) {
     ev.text = truncate_utf8(ev.text, kMaxEventText);
     ++texts_cut_;
   }
+  event_bytes_ += event_cost(ev);
+  if (!ranks_stored_.empty() && !ranks_stored_[def].empty()) ranks_stored_[def].insert(ev.rank);
   list.push_back(std::move(ev));
+  return true;
 }
 
 int64_t Correlator::time_key(const Timestamp& t) const {
@@ -546,17 +584,13 @@ void Correlator::absorb(Correlator&& later, uint64_t line_offset) {
   for (size_t def = 0; def < events_by_def_.size(); ++def) {
     count_by_def_[def] += later.count_by_def_[def];
     for (Event& ev : later.events_by_def_[def]) {
-      if (events_by_def_[def].size() >= kMaxEventsPerPattern) {
-        if (std::find(limits_.dropped.begin(), limits_.dropped.end(), lib_.patterns[def].name) == limits_.dropped.end())
-          limits_.dropped.push_back(lib_.patterns[def].name);
-        limits_.truncated = true;
-        break;
-      }
       ev.line += line_offset;
       ev.order += order_offset;
-      events_by_def_[def].push_back(std::move(ev));
+      store_event(std::move(ev));  // the job's bounds, not each part's
     }
   }
+  budget_dropped_ += later.budget_dropped_;
+  budget_cut_ += later.budget_cut_;
   for (auto& d : later.limits_.dropped)
     if (std::find(limits_.dropped.begin(), limits_.dropped.end(), d) == limits_.dropped.end()) limits_.dropped.push_back(d);
   limits_.truncated = limits_.truncated || later.limits_.truncated;

@@ -76,9 +76,14 @@ void Correlator::report_limits(Diagnosis& d) const {
   d.limits.truncated = limits_.truncated;
   for (const auto& name : limits_.dropped) {
     auto def = lib_.find_pattern(name);
-    d.limits.dropped.push_back(fmt::format("events of pattern {} beyond the first {} ({} matched)", name,
-                                           kMaxEventsPerPattern, def ? count_by_def_[*def] : 0));
+    d.limits.dropped.push_back(fmt::format("events of pattern {}: {} of {} matched line(s) stored", name,
+                                           def ? events_by_def_[*def].size() : 0, def ? count_by_def_[*def] : 0));
   }
+  if (budget_dropped_ || budget_cut_)
+    d.limits.dropped.push_back(fmt::format(
+        "the {} MiB bound on stored event detail was reached: {} matched line(s) not stored, {} stored with their text "
+        "cut to {} bytes",
+        kEventBudget >> 20, budget_dropped_, budget_cut_, kEventTextOverBudget));
   if (ranks_truncated_) {
     d.limits.truncated = true;
     d.limits.dropped.push_back(

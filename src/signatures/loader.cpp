@@ -58,40 +58,6 @@ std::string Override::format() const {
                      what, builtin_file);
 }
 
-LazyRegex::LazyRegex(std::string pattern) : state_(std::make_shared<State>()) { state_->pattern = std::move(pattern); }
-
-const std::string& LazyRegex::pattern() const {
-  static const std::string none;
-  return state_ ? state_->pattern : none;
-}
-
-const RE2* LazyRegex::get() const {
-  if (!state_) return nullptr;
-  if (state_->ready.load(std::memory_order_acquire)) return state_->re.get();
-  std::call_once(state_->once, [s = state_.get()] {
-    // A small budget first (256 KiB): it bounds the DFA cache each of the ~1,000 regexes may
-    // grow (a regex whose cache fills falls back to RE2's slower NFA, same result), so memory
-    // stays flat over thousands of different jobs. Big patterns get up to 8 MiB.
-    RE2::Options opt;
-    opt.set_log_errors(false);
-    std::unique_ptr<RE2> re;
-    for (int64_t budget : {int64_t{256} << 10, int64_t{8} << 20}) {
-      opt.set_max_mem(budget);
-      re = std::make_unique<RE2>(s->pattern, opt);
-      if (re->ok()) break;
-    }
-    if (re->ok()) s->re = std::move(re);
-    else s->error = re->error();
-    s->ready.store(true, std::memory_order_release);
-  });
-  return state_->re.get();
-}
-
-const std::string& LazyRegex::error() const {
-  static const std::string none;
-  return get() || !state_ ? none : state_->error;
-}
-
 std::string LoadProblem::format() const {
   if (loc.line > 0) return fmt::format("{}:{}:{}: {}", loc.file, loc.line, loc.col, message);
   return fmt::format("{}: {}", loc.file, message);

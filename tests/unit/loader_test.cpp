@@ -173,3 +173,20 @@ TEST_CASE("loader: action is required and one of restart, restart-excluding, sto
     CHECK(action_kind_name(*parse_action_kind(name)) == std::string(name));
   CHECK_FALSE(parse_action_kind("restart_excluding"));
 }
+
+TEST_CASE("LazyRegex: first compiled small, a hot regex gets a DFA budget, and the old one stays valid") {
+  LazyRegex re("(?:step|iter)\\s+(\\d+)\\b.*loss");
+  const RE2* first = re.get();
+  REQUIRE(first);
+  int64_t granted = LazyRegex::hot_bytes_granted();
+  for (uint32_t i = 0; i < kHotRegexUses + 8; ++i) REQUIRE(re.get());
+  const RE2* hot = re.get();
+  if (granted + kHotRegexMemory <= kHotRegexPool) {  // the pool had room (other tests may have spent it)
+    CHECK(hot != first);
+    CHECK(LazyRegex::hot_bytes_granted() == granted + kHotRegexMemory);
+  }
+  // A pointer a matching thread took before the upgrade still works.
+  CHECK(RE2::PartialMatch("step 12 loss 2.0", *first));
+  CHECK(RE2::PartialMatch("step 12 loss 2.0", *hot));
+  CHECK(LazyRegex::hot_bytes_granted() <= kHotRegexPool);
+}

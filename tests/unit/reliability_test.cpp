@@ -762,11 +762,32 @@ TEST_CASE("bounds: events beyond kMaxEventsPerPattern are dropped from storage, 
   REQUIRE(d.entry);
   CHECK(d.entry->id == "cuda-oom");
   CHECK(d.limits.truncated);
-  CHECK(any_contains(d.limits.dropped, fmt::format("beyond the first {} ({} matched)", kMaxEventsPerPattern, n)));
+  CHECK(any_contains(d.limits.dropped, fmt::format(": {} of {} matched line(s) stored", kMaxEventsPerPattern, n)));
   nlohmann::json j = f.json(d);
   CHECK(j["truncated"] == true);
   CHECK(j["dropped"].size() == d.limits.dropped.size());
   CHECK(f.text(d).find("Note: some detail was dropped at a bound") != std::string::npos);
+}
+
+TEST_CASE("bounds: stored event detail has one byte budget for the job, and every rank keeps its first event") {
+  // Issue 27: per-pattern caps multiply (4,096 events x 2 KiB x every pattern). Past
+  // kEventBudget only a pattern's first events and each rank's first event of a pattern are
+  // kept, texts cut; after 8,192 long error lines every other rank's collective timeout is still kept.
+  Fixture f;
+  std::string pad(1900, 'x');
+  std::string log;
+  for (int i = 0; i < 4096; ++i) log += "[rank1234]: RuntimeError: CUDA error: an illegal memory access was encountered " + pad + "\n";
+  for (int i = 0; i < 4096; ++i) log += "[rank1234]: torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB. " + pad + "\n";
+  constexpr int kRanks = 3000;
+  for (int r = 0; r < kRanks; ++r)
+    if (r != 1234) log += timeout(r, 77);
+  JobResult res = f.run(log);
+  const Diagnosis& d = res.diagnosis;
+  CHECK(any_contains(d.limits.dropped, fmt::format("the {} MiB bound on stored event detail was reached", kEventBudget >> 20)));
+  REQUIRE(d.entry);
+  CHECK(d.collateral.ranks.size() == kRanks - 1);  // every rank's timeout was kept
+  REQUIRE(d.initiating.rank);
+  CHECK(*d.initiating.rank == 1234);
 }
 
 TEST_CASE("bounds: more than kMaxRanks distinct ranks are reported, the lines still counted") {

@@ -11,6 +11,7 @@
 #include <string_view>
 #include <unordered_map>
 #include <utility>
+#include <unordered_set>
 #include <vector>
 
 #include "firstfault/attribution/line_attributor.h"
@@ -21,6 +22,15 @@ namespace firstfault {
 
 // Bounds (docs/reliability.md). Counts stay exact beyond them; only stored detail is dropped.
 inline constexpr size_t kMaxEventsPerPattern = 4096;
+// Stored event detail is bounded in bytes for the whole job, not only per pattern (4,096 events
+// of 2 KiB for each of ~2,000 patterns would be 16 GB): up to kEventBudget bytes events are kept
+// as they come (per-pattern cap aside); past it, only a pattern's first kMinEventsPerPattern
+// events and the first event of each rank for a pattern, texts cut to kEventTextOverBudget,
+// until kEventHardBudget. Counts stay exact; what was dropped is reported.
+inline constexpr size_t kEventBudget = size_t{12} << 20;
+inline constexpr size_t kEventHardBudget = size_t{20} << 20;
+inline constexpr size_t kMinEventsPerPattern = 8;
+inline constexpr size_t kEventTextOverBudget = 256;
 inline constexpr size_t kMaxRanks = 1 << 17;
 inline constexpr size_t kMaxEventText = 2048;
 
@@ -75,12 +85,12 @@ class Correlator {
   void add_event(Event ev);
   // Whether another event of `def` would be stored; when not, count_event() keeps the count
   // exact without building the event.
-  bool wants_event(size_t def) const { return events_by_def_[def].size() < kMaxEventsPerPattern || t_.has_step[def]; }
+  bool wants_event(size_t def) const { return may_store(def) || t_.has_step[def]; }
   void count_event(size_t def);
   // Whether an event of `def` would only move its rank's progress counter (a `step` capture,
   // and nothing to store); then add_step() does that without building the event.
   bool only_steps(size_t def) const {
-    return t_.has_step[def] && (!t_.referenced[def] || events_by_def_[def].size() >= kMaxEventsPerPattern);
+    return t_.has_step[def] && (!t_.referenced[def] || !may_store(def));
   }
   // With `view_lasts`, as for observe_line(): the line is copied at settle_tails().
   void add_step(size_t def, int rank, std::string_view step, std::string_view line, bool view_lasts = false);
@@ -213,6 +223,19 @@ class Correlator {
   Limits limits_;
   bool ranks_truncated_ = false;
   uint64_t texts_cut_ = 0;  // matched lines whose stored text hit kMaxEventText
+  // The global bound on stored events (kEventBudget): bytes held, ranks with an event per
+  // pattern (only for patterns past their first kMinEventsPerPattern events), and whether the
+  // budget dropped anything.
+  size_t event_bytes_ = 0;
+  std::vector<std::unordered_set<int>> ranks_stored_;
+  uint64_t budget_dropped_ = 0, budget_cut_ = 0;  // events not stored / stored with a cut text, past the budget
+  // Whether an event of `def` could still be stored (cheap: no rank known yet).
+  bool may_store(size_t def) const {
+    size_t n = events_by_def_[def].size();
+    return n < kMaxEventsPerPattern && (n < kMinEventsPerPattern || event_bytes_ < kEventHardBudget);
+  }
+  // Stores `ev` if the bounds allow (cutting its text when past the budget); false when dropped.
+  bool store_event(Event&& ev);
 };
 
 }  // namespace firstfault

@@ -37,6 +37,15 @@ struct SourceLoc {
 
 // A regex compiled on first use (thread-safe), so start-up compiles only the matcher's set.
 // Copies share the compiled RE2. The loader forces compilation to report invalid regexes.
+// Memory (src/signatures/lazy_regex.cpp): every regex first compiles in the least RE2 memory it
+// fits in (from kColdRegexMemory up); one that is used kHotRegexUses times is compiled again
+// with kHotRegexMemory for its DFA cache, while the process's pool of such grants
+// (kHotRegexPool) lasts. An input that wakes every pattern of a 2,000-pattern library then costs
+// a small DFA per pattern, not 256 KiB each, and the patterns a log really exercises stay fast.
+inline constexpr int64_t kColdRegexMemory = int64_t{16} << 10;
+inline constexpr int64_t kHotRegexMemory = int64_t{256} << 10;
+inline constexpr int64_t kHotRegexPool = int64_t{16} << 20;
+inline constexpr uint32_t kHotRegexUses = 256;
 class LazyRegex {
  public:
   LazyRegex() = default;
@@ -49,15 +58,26 @@ class LazyRegex {
   const RE2& operator*() const { return *get(); }
   const RE2* operator->() const { return get(); }
 
+  // Bytes of RE2 memory granted to hot regexes so far in this process (kHotRegexPool bounds it).
+  static int64_t hot_bytes_granted();
+
  private:
   struct State {
     std::string pattern, error;
     std::once_flag once;
-    // Set once `re`/`error` are final: get() runs for every candidate line, and a plain
+    // Set once the first compile is final: get() runs for every candidate line, and a plain
     // acquire load costs far less than std::call_once's pthread_once each time.
     std::atomic<bool> ready{false};
-    std::unique_ptr<RE2> re;
+    // `small` is the first compile (the least memory it compiles in); a regex used often gets
+    // a second one with room for a real DFA cache (`big`), and `current` moves to it. Neither is
+    // freed before the State, so a pointer a matching thread holds stays valid.
+    std::unique_ptr<RE2> small, big;
+    std::atomic<const RE2*> current{nullptr};
+    std::atomic<uint32_t> uses{0};
+    std::atomic<bool> settled{false};  // no more counting: upgraded, or the pool was spent
+    std::mutex upgrade_mutex;
   };
+  static const RE2* upgrade(State& s);
   std::shared_ptr<State> state_;
 };
 
