@@ -418,6 +418,31 @@ Evidence Correlator::to_evidence(const Event& ev, const std::string& pattern, Ro
   return e;
 }
 
+namespace {
+// A stall report that lists the ranks that are ready ("[ready ranks: 5, 6, 3, 1, 4, 0]") names
+// the one that is not: the only rank of 0..N-1 missing from the list, N being the job's size as
+// far as the log shows it (the highest rank listed or seen, or NCCL's nranks). -1 when none or
+// several are missing.
+int the_one_rank_not_listed(const std::string& listed, int world_seen) {
+  std::set<int> ready;
+  for (size_t i = 0; i < listed.size();) {
+    size_t j = listed.find_first_of("0123456789", i);
+    if (j == std::string::npos) break;
+    size_t k = listed.find_first_not_of("0123456789", j);
+    std::string number = listed.substr(j, k == std::string::npos ? std::string::npos : k - j);
+    int r = rank_or(&number, -1);
+    if (r >= 0) ready.insert(r);
+    i = k == std::string::npos ? listed.size() : k;
+  }
+  if (ready.empty()) return -1;
+  int world = std::max(world_seen, *ready.rbegin() + 1);
+  if (world - static_cast<int>(ready.size()) != 1) return -1;
+  for (int r = 0; r < world; ++r)
+    if (!ready.count(r)) return r;
+  return -1;
+}
+}  // namespace
+
 void Correlator::resolve_times_and_ranks() {
   // host:pid -> rank from NCCL communicator init lines (the largest communicator is the world).
   std::map<std::pair<std::string, int64_t>, std::pair<int, int>> nccl_rank;  // -> (rank, nranks)
@@ -471,9 +496,15 @@ void Correlator::resolve_times_and_ranks() {
   // A job whose every ranked line comes from one rank (a single-GPU run with [rank0] prefixes):
   // its unranked lines are that rank's too.
   int only_rank = ranks_.size() == 1 ? ranks_.begin()->first : -1;
+  int world_seen = ranks_.empty() ? 0 : ranks_.rbegin()->first + 1;
+  for (const auto& [key, rank_world] : nccl_rank)
+    if (rank_world.second != std::numeric_limits<int>::max()) world_seen = std::max(world_seen, rank_world.second);
   for (auto& list : events_by_def_) {
     for (Event& ev : list) {
       if (int r = rank_or(ev.capture("rank"), -1); r >= 0) ev.rank = r;
+      else if (const std::string* ready = ev.capture("ready_ranks")) {
+        if (int missing = the_one_rank_not_listed(*ready, world_seen); missing >= 0) ev.rank = missing;
+      }
       if (ev.rank < 0 && !ev.host.empty() && ev.pid >= 0) {
         auto it = nccl_rank.find({ev.host, ev.pid});
         if (it != nccl_rank.end()) ev.rank = it->second.first;

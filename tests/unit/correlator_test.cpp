@@ -597,3 +597,20 @@ TEST_CASE("correlator: a GPU fault in the node's kernel log explains the rank's 
   REQUIRE(alone.entry);
   CHECK(alone.entry->id == "cuda-illegal-memory-access");
 }
+
+TEST_CASE("correlator: a stall report that lists the ready ranks names the one rank it leaves out") {
+  Fixture f;
+  // Horovod <= 0.15's stall inspector lists, per stalled op, the ranks that HAD submitted it.
+  std::string log = "[1,0]<stderr>:Stalled ops:\n"
+                    "[1,0]<stderr>:HorovodAllreduce_grad_0 [ready ranks: 5, 6, 3, 1, 4, 0], \n"
+                    "[1,0]<stderr>:HorovodAllreduce_grad_1 [ready ranks: 5, 6, 3, 1, 4, 0], \n";
+  Diagnosis d = f.run(log);
+  REQUIRE(d.entry);
+  CHECK(d.entry->id == "horovod-stalled-ranks");
+  REQUIRE(d.initiating.rank);
+  CHECK(*d.initiating.rank == 2);
+  // Two ranks left out, or a job known to be bigger than the list: no one rank is named by it.
+  CHECK_FALSE(f.run("HorovodAllreduce_grad_0 [ready ranks: 5, 6, 3, 4, 0], \n").initiating.rank == 2);
+  std::string bigger = "[1,7]<stderr>:step 1\n" + log;
+  CHECK_FALSE(f.run(bigger).initiating.rank == 2);
+}
