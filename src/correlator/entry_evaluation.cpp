@@ -42,7 +42,9 @@ std::vector<Correlator::Hits> Correlator::evaluate_entries(const ErrorLines& err
         }
         // A generic entry reads a kind of error: only on a line that reads as an error and is not
         // known to be harmless (a cudaError name in a fallback warning, a library probe at INFO).
-        if (ok && e.match.generic && (!errors.is_error(ev) || errors.is_benign(ev))) ok = false;
+        // Its context lines (where the traceback ran) are not errors and are read as they are.
+        if (ok && e.match.generic && e.refs[r].role != Role::kContext && (!errors.is_error(ev) || errors.is_benign(ev)))
+          ok = false;
         // Any entry that reads the engine's error lines (a hang shown by an error) reads them as
         // the verdict does: a line known to be harmless is not one.
         if (ok && errors.is_error(ev) && errors.is_benign(ev) && is_error_line_def(e.refs[r].def)) ok = false;
