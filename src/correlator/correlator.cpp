@@ -419,12 +419,14 @@ Evidence Correlator::to_evidence(const Event& ev, const std::string& pattern, Ro
 }
 
 namespace {
-// A stall report that lists the ranks that are ready ("[ready ranks: 5, 6, 3, 1, 4, 0]") names
-// the one that is not: the only rank of 0..N-1 missing from the list, N being the job's size as
-// far as the log shows it (the highest rank listed or seen, or NCCL's nranks). -1 when none or
-// several are missing.
-int the_one_rank_not_listed(const std::string& listed, int world_seen) {
-  std::set<int> ready;
+// A stall report lists the ranks that reached an op ("[ready ranks: 5, 6, 3, 1, 4, 0]") or the
+// ranks it waits for ("[missing ranks: 1, 2, ..., 15]"). Either way, the only rank of 0..N-1 the
+// list leaves out is the odd one: the one that never came, or the one that alone issued the op
+// (rank-conditional code). N is the job's size as far as the log shows it (the highest rank
+// listed or seen, or NCCL's nranks). -1 when none or several are left out, or the list has fewer
+// than `min_listed` ranks (one missing rank of two says nothing about the other).
+int the_one_rank_not_listed(const std::string& listed, int world_seen, size_t min_listed) {
+  std::set<int> ready;  // the ranks listed
   for (size_t i = 0; i < listed.size();) {
     size_t j = listed.find_first_of("0123456789", i);
     if (j == std::string::npos) break;
@@ -434,7 +436,7 @@ int the_one_rank_not_listed(const std::string& listed, int world_seen) {
     if (r >= 0) ready.insert(r);
     i = k == std::string::npos ? listed.size() : k;
   }
-  if (ready.empty()) return -1;
+  if (ready.size() < std::max<size_t>(min_listed, 1)) return -1;
   int world = std::max(world_seen, *ready.rbegin() + 1);
   if (world - static_cast<int>(ready.size()) != 1) return -1;
   for (int r = 0; r < world; ++r)
@@ -503,7 +505,9 @@ void Correlator::resolve_times_and_ranks() {
     for (Event& ev : list) {
       if (int r = rank_or(ev.capture("rank"), -1); r >= 0) ev.rank = r;
       else if (const std::string* ready = ev.capture("ready_ranks")) {
-        if (int missing = the_one_rank_not_listed(*ready, world_seen); missing >= 0) ev.rank = missing;
+        if (int odd = the_one_rank_not_listed(*ready, world_seen, 1); odd >= 0) ev.rank = odd;
+      } else if (const std::string* missing = ev.capture("missing_ranks")) {
+        if (int odd = the_one_rank_not_listed(*missing, world_seen, 2); odd >= 0) ev.rank = odd;
       }
       if (ev.rank < 0 && !ev.host.empty() && ev.pid >= 0) {
         auto it = nccl_rank.find({ev.host, ev.pid});

@@ -598,7 +598,7 @@ TEST_CASE("correlator: a GPU fault in the node's kernel log explains the rank's 
   CHECK(alone.entry->id == "cuda-illegal-memory-access");
 }
 
-TEST_CASE("correlator: a stall report that lists the ready ranks names the one rank it leaves out") {
+TEST_CASE("correlator: a stall report that lists the ready (or the missing) ranks names the one rank it leaves out") {
   Fixture f;
   // Horovod <= 0.15's stall inspector lists, per stalled op, the ranks that HAD submitted it.
   std::string log = "[1,0]<stderr>:Stalled ops:\n"
@@ -613,4 +613,10 @@ TEST_CASE("correlator: a stall report that lists the ready ranks names the one r
   CHECK_FALSE(f.run("HorovodAllreduce_grad_0 [ready ranks: 5, 6, 3, 4, 0], \n").initiating.rank == 2);
   std::string bigger = "[1,7]<stderr>:step 1\n" + log;
   CHECK_FALSE(f.run(bigger).initiating.rank == 2);
+  // A report that waits for every rank but one: that one alone issued the op.
+  Diagnosis alone = f.run("Stalled ops:\nMetricAverageCallback_10/HorovodAllreduce_lr_0 [missing ranks: 1, 2, 3, 4, 5, 6, 7]\n");
+  REQUIRE(alone.initiating.rank);
+  CHECK(*alone.initiating.rank == 0);
+  // One missing rank of a list of one says nothing about the others (the single form names it).
+  CHECK(f.run("allreduce.loss [missing ranks: 1]\n").initiating.rank == 1);
 }
