@@ -48,6 +48,8 @@ bool want_color(const std::string& mode) {
   if (mode == "never") return false;
   const char* nc = std::getenv("NO_COLOR");
   if (nc && *nc) return false;
+  const char* term = std::getenv("TERM");
+  if (term && std::string_view(term) == "dumb") return false;  // a terminal that cannot show colour
   return ::isatty(STDOUT_FILENO) == 1;
 }
 
@@ -189,7 +191,16 @@ int run_check(const CheckOptions& o, std::ostream& out) {
 
   std::string testdata = o.testdata;
   if (testdata.empty()) testdata = o.dir.empty() ? "testdata" : (fs::path(o.dir).parent_path() / "testdata").string();
-  if (testdata.empty() || !fs::is_directory(testdata)) testdata = "testdata";
+  if (testdata.empty() || !fs::is_directory(testdata)) testdata = o.dir.empty() ? "testdata" : o.dir;
+  // `check DIR` checks the entries of DIR (against the whole library, so they must win there);
+  // without DIR, the built-in library's own.
+  auto in_dir = [dir = o.dir.empty() ? fs::path() : fs::weakly_canonical(o.dir)](const Entry& e) {
+    if (dir.empty()) return true;
+    std::error_code ec;
+    fs::path file = fs::weakly_canonical(e.loc.file, ec);
+    auto rel = file.lexically_relative(dir);
+    return !ec && !rel.empty() && *rel.begin() != "..";
+  };
   Matcher matcher(*lib);
   if (Status s = matcher.compile(true); !s.ok()) {
     fmt::print(stderr, "firstfault: {}\n", s.message());
@@ -199,6 +210,7 @@ int run_check(const CheckOptions& o, std::ostream& out) {
   std::map<std::string, std::map<std::string, int>> confusion;  // expected -> got -> count
   std::vector<std::string> failures;
   for (const auto& e : lib->entries) {
+    if (!in_dir(e)) continue;
     for (const auto& x : e.examples) {
       ++total;
       fs::path p = fs::path(testdata) / x.log;
@@ -218,9 +230,14 @@ int run_check(const CheckOptions& o, std::ostream& out) {
         continue;
       }
       std::string got_rank = d.initiating.rank ? std::to_string(*d.initiating.rank) : "null";
-      failures.push_back(fmt::format("{}: {} diagnosed as {} (rank {}), expected {} (rank {})", e.id, x.log, got,
+      // A user's entry that loses to a built-in one on its own example: say how to win.
+      std::string hint = !id_ok && d.entry && !in_dir(*d.entry)
+                             ? fmt::format("; the built-in entry {} won: if {} refines it, add `specializes: [{}]` to it",
+                                           got, e.id, got)
+                             : "";
+      failures.push_back(fmt::format("{}: {} diagnosed as {} (rank {}), expected {} (rank {}){}", e.id, x.log, got,
                                      got_rank, e.id,
-                                     x.initiating_rank ? std::to_string(*x.initiating_rank) : "any"));
+                                     x.initiating_rank ? std::to_string(*x.initiating_rank) : "any", hint));
     }
   }
   out << fmt::format("examples: {}/{} diagnosed to their own entry with the expected initiating rank\n", correct, total);
@@ -239,7 +256,10 @@ int run_list(const ListOptions& o, std::ostream& out) {
   auto lib = load_for_run(o.common);
   if (!lib) return kExitUsage;
   if (!o.category.empty() && std::find(kCategories.begin(), kCategories.end(), o.category) == kCategories.end()) {
-    fmt::print(stderr, "firstfault: unknown category '{}'\n", o.category);
+    std::vector<std::string> all(kCategories.begin(), kCategories.end());
+    auto close = closest_matches(o.category, all, 1);
+    fmt::print(stderr, "firstfault: unknown category '{}'{}; the categories are: {}\n", o.category,
+               close.empty() ? "" : fmt::format(" (did you mean '{}'?)", close.front()), fmt::join(all, ", "));
     return kExitUsage;
   }
   std::vector<const Entry*> entries;

@@ -97,9 +97,13 @@ int run_explain(const ExplainOptions& o, std::ostream& out) {
   if (!lib) return kExitUsage;
   const Entry* e = lib->find_entry(o.id);
   if (!e) {
-    std::vector<std::string> close;
-    for (const auto& x : lib->entries)
-      if (x.id.find(o.id) != std::string::npos || o.id.find(x.id) != std::string::npos) close.push_back(x.id);
+    std::vector<std::string> ids, close;
+    for (const auto& x : lib->entries) ids.push_back(x.id);
+    close = closest_matches(o.id, ids);
+    for (const auto& id : ids)
+      if (close.size() < 8 && std::find(close.begin(), close.end(), id) == close.end() &&
+          (id.find(o.id) != std::string::npos || o.id.find(id) != std::string::npos))
+        close.push_back(id);
     fmt::print(stderr, "firstfault: no entry '{}'{}\n", o.id,
                close.empty() ? "" : fmt::format(" (did you mean: {})", fmt::join(close, ", ")));
     return kExitUsage;

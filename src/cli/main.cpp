@@ -4,13 +4,18 @@
 #include <spdlog/sinks/stdout_color_sinks.h>
 #include <spdlog/spdlog.h>
 
+#include <unistd.h>
+
+#include <algorithm>
 #include <csignal>
+#include <filesystem>
 #include <cstring>
 #include <iostream>
 #include <optional>
 #include <set>
 
 #include "firstfault/app/cli_docs.h"
+#include "firstfault/util/strings.h"
 #include "firstfault/app/commands.h"
 #include "firstfault/app/exit_policy.h"
 #include "firstfault/app/pipeline.h"
@@ -46,6 +51,59 @@ void add_file_choice(CLI::App* sub, FileChoice& files) {
       ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
   sub->footer(kFileChoiceHelp);
 }
+const std::vector<std::string> kCommands = {"diagnose", "check", "list", "explain", "catalog", "timeline",
+                                            "watch",    "completions", "triage", "new", "help", "version"};
+
+// `firstfault job.log` and `cat job.log | firstfault` mean `firstfault diagnose ...`; `help [CMD]`
+// and `version` are the flags. A first word that is neither a command nor a file, but close to a
+// command, is a typo: say so rather than "no such file". Returns an exit code when done.
+std::optional<int> rewrite_arguments(std::vector<std::string>& args) {
+  if (!args.empty() && args[0] == "help") {
+    args.erase(args.begin());
+    args.resize(std::min<size_t>(args.size(), 1));
+    args.push_back("--help");
+    return std::nullopt;
+  }
+  if (!args.empty() && args[0] == "version") {
+    args = {"--version"};
+    return std::nullopt;
+  }
+  bool flag = !args.empty() && !args[0].empty() && args[0][0] == '-' && args[0] != "-";
+  bool command = !args.empty() && std::find(kCommands.begin(), kCommands.end(), args[0]) != kCommands.end();
+  if (!args.empty() && !flag && !command && args[0].find_first_of("/.") == std::string::npos &&
+      !std::filesystem::exists(args[0])) {
+    if (auto close = closest_matches(args[0], kCommands, 1); !close.empty()) {
+      fmt::print(stderr, "firstfault: '{}' is neither a command nor a file; did you mean '{}'? (firstfault --help)\n",
+                 args[0], close.front());
+      return kExitUsage;
+    }
+  }
+  if (args.empty() || (!command && !(flag && (args[0] == "-h" || args[0] == "--help" || args[0] == "--version" ||
+                                               args[0] == "-V" || args[0] == "--help-man"))))
+    args.insert(args.begin(), "diagnose");
+  bool reads_stdin = args.size() == 1 || (args.size() == 2 && args[1] == "-");
+  if (args[0] == "diagnose" && reads_stdin && ::isatty(STDIN_FILENO))
+    fmt::print(stderr, "firstfault: reading a log from stdin (end it with Ctrl-D; firstfault --help for usage)\n");
+  return std::nullopt;
+}
+
+// " (did you mean --format?)" for an unknown flag close to one the command has.
+std::string flag_suggestion(const CLI::App& app, const CLI::ParseError& e) {
+  std::string what = e.what();
+  size_t at = what.find("--");
+  if (at == std::string::npos) return "";
+  size_t end = what.find_first_of(" =,", at);
+  std::string given = what.substr(at, end == std::string::npos ? std::string::npos : end - at);
+  std::vector<std::string> names;
+  auto collect = [&names](const CLI::App* a) {
+    for (const CLI::Option* o : a->get_options())
+      for (const auto& n : o->get_lnames()) names.push_back("--" + n);
+  };
+  collect(&app);
+  for (const CLI::App* sub : app.get_subcommands({})) collect(sub);
+  auto close = closest_matches(given, names, 1);
+  return close.empty() || close.front() == given ? "" : fmt::format(" (did you mean {}?)", close.front());
+}
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -54,15 +112,12 @@ int main(int argc, char** argv) {
   std::signal(SIGINT, on_sigint);
   std::signal(SIGPIPE, SIG_IGN);
 
-  // `firstfault job.log` and `cat job.log | firstfault` mean `firstfault diagnose ...`.
-  static const std::set<std::string> kCommands = {"diagnose", "check", "list", "explain", "catalog", "timeline", "watch", "completions", "triage"};
   std::vector<std::string> args(argv + 1, argv + argc);
-  bool global_flag = !args.empty() && (args[0] == "-h" || args[0] == "--help" || args[0] == "--version" || args[0] == "-V" ||
-                                          args[0] == "--help-man");
-  if (args.empty() || (!kCommands.count(args[0]) && !global_flag)) args.insert(args.begin(), "diagnose");
+  if (auto done = rewrite_arguments(args)) return *done;
   std::reverse(args.begin(), args.end());
 
-  CLI::App app{"firstfault: find which rank broke first in a failed distributed training job, and how to fix it"};
+  CLI::App app{"firstfault: find which rank broke first in a failed distributed training job, and how to fix it",
+               "firstfault"};
   app.require_subcommand(0, 1);
   bool show_version = false;
   app.add_flag("-V,--version", show_version, "Print the version and the library's entry count");
@@ -127,9 +182,16 @@ int main(int argc, char** argv) {
   explain->add_option("--color", eopt.color, "Colour: auto, always, never")->check(CLI::IsMember({"auto", "always", "never"}));
   add_common(explain);
 
+  NewOptions nopt;
+  auto* new_entry = app.add_subcommand("new", "Write a template failure entry and its example log to fill in");
+  new_entry->add_option("id", nopt.id, "Entry id ([a-z0-9-]+)")->required()->type_name("ID");
+  new_entry->add_option("--category", nopt.category, "One of: " + fmt::format("{}", fmt::join(kCategories, ", ")))
+      ->required();
+  new_entry->add_option("--dir", nopt.dir, "Signature directory to write into (default: .)")->type_name("DIR");
+
   CatalogOptions catopt;
   auto* catalog = app.add_subcommand("catalog", "Write one Markdown page per entry plus an index");
-  catalog->add_option("dir", catopt.dir, "Output directory (default docs/catalog)")->type_name("DIR");
+  catalog->add_option("dir", catopt.dir, "Output directory (written into; created when missing)")->type_name("DIR")->required();
   catalog->add_option("-f,--format", catopt.format, "Output format")->check(CLI::IsMember({"markdown"}));
   add_common(catalog);
 
@@ -195,7 +257,7 @@ int main(int argc, char** argv) {
   } catch (const CLI::CallForHelp& e) {
     return app.exit(e);  // help goes to stdout, as users expect from --help
   } catch (const CLI::ParseError& e) {
-    std::cerr << "firstfault: " << e.what() << "\n";
+    std::cerr << "firstfault: " << e.what() << flag_suggestion(app, e) << "\n";
     return kExitUsage;
   }
   if (show_version) {
@@ -229,6 +291,7 @@ int main(int argc, char** argv) {
       eopt.common = common;
       return run_explain(eopt, std::cout);
     }
+    if (*new_entry) return run_new(nopt, std::cout);
     if (*catalog) {
       catopt.common = common;
       return run_catalog(catopt, std::cout);

@@ -56,6 +56,38 @@ std::string sanitize_utf8(std::string_view s) {
   return out;
 }
 
+namespace {
+size_t edit_distance(std::string_view a, std::string_view b) {
+  std::vector<size_t> row(b.size() + 1);
+  for (size_t j = 0; j <= b.size(); ++j) row[j] = j;
+  for (size_t i = 1; i <= a.size(); ++i) {
+    size_t diag = row[0];
+    row[0] = i;
+    for (size_t j = 1; j <= b.size(); ++j) {
+      size_t up = row[j];
+      row[j] = std::min({row[j] + 1, row[j - 1] + 1, diag + (a[i - 1] == b[j - 1] ? 0 : 1)});
+      diag = up;
+    }
+  }
+  return row[b.size()];
+}
+}  // namespace
+
+std::vector<std::string> closest_matches(std::string_view word, const std::vector<std::string>& candidates, size_t max) {
+  size_t limit = std::max<size_t>(2, word.size() / 3);
+  std::vector<std::pair<size_t, std::string>> scored;
+  for (const auto& c : candidates) {
+    // Length alone rules most out before the quadratic distance.
+    size_t gap = c.size() > word.size() ? c.size() - word.size() : word.size() - c.size();
+    if (gap > limit) continue;
+    if (size_t d = edit_distance(word, c); d <= limit) scored.push_back({d, c});
+  }
+  std::stable_sort(scored.begin(), scored.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
+  std::vector<std::string> out;
+  for (size_t i = 0; i < scored.size() && i < max; ++i) out.push_back(scored[i].second);
+  return out;
+}
+
 bool plausible_host(std::string_view s) {
   if (s.empty() || s.size() > 253 || !std::isalnum(static_cast<unsigned char>(s.front()))) return false;
   return std::all_of(s.begin(), s.end(), [](char c) {

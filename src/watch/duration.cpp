@@ -28,8 +28,8 @@ Result<std::chrono::milliseconds> parse_duration(std::string_view text) {
     std::string_view unit = s.substr(unit_start, i - unit_start);
     double scale = 0;
     if (unit.empty()) {
-      if (any || i != s.size()) return bad();  // a bare number only on its own: "90"
-      scale = 1000;
+      // "--stall 10": ten what? A unit is required, so a typo never becomes a 10-second stall.
+      return Error{fmt::format("'{}' has no unit: write {}s, {}m or {}h (or ms)", text, number, number, number)};
     } else if (unit == "ms") {
       scale = 1;
     } else if (unit == "s") {

@@ -342,7 +342,8 @@ TEST_CASE("watch: a line is read only when complete, but a tqdm bar counts befor
 
 TEST_CASE("watch: durations on the command line") {
   CHECK(parse_duration("10m").value() == 600000ms);
-  CHECK(parse_duration("90").value() == 90000ms);
+  CHECK_FALSE(parse_duration("90").ok());  // a unit is required
+  CHECK_THAT(parse_duration("10").error().message, Catch::Contains("has no unit: write 10s, 10m or 10h"));
   CHECK(parse_duration("1h30m").value() == 5400000ms);
   CHECK(parse_duration("500ms").value() == 500ms);
   CHECK(parse_duration("1.5s").value() == 1500ms);

@@ -73,6 +73,13 @@ struct CatalogOptions {
   std::string format = "markdown";
 };
 
+// `firstfault new ID --category C [--dir DIR]`: a template entry DIR/C/ID.yaml and its example
+// log DIR/ID.log, every part to fill in marked REPLACE, so that `firstfault check DIR` refuses
+// them until they are filled in.
+struct NewOptions {
+  std::string id, category, dir = ".";
+};
+
 struct TimelineOptions {
   CommonOptions common;
   std::vector<std::string> paths;
@@ -87,6 +94,7 @@ int run_check(const CheckOptions& o, std::ostream& out);
 int run_list(const ListOptions& o, std::ostream& out);
 int run_explain(const ExplainOptions& o, std::ostream& out);
 int run_catalog(const CatalogOptions& o, std::ostream& out);
+int run_new(const NewOptions& o, std::ostream& out);
 int run_timeline(const TimelineOptions& o, std::ostream& out);
 std::string version_string();
 

@@ -43,6 +43,11 @@ std::string_view trim(std::string_view s);
 // Replaces invalid UTF-8 sequences with U+FFFD so JSON output always stays valid.
 std::string sanitize_utf8(std::string_view s);
 
+// The candidates closest to `word` by edit distance (at most 2, or a third of the word's length
+// when longer), best first, at most `max` of them: the "did you mean" of the command line.
+std::vector<std::string> closest_matches(std::string_view word, const std::vector<std::string>& candidates,
+                                         size_t max = 3);
+
 // Whether `s` can be used as a host name on a command line (ssh, scontrol, kubectl): 1-253
 // characters of [A-Za-z0-9._-], starting with a letter or digit. Rejects what log text could
 // smuggle in: options ("-oProxyCommand=..."), Slurm host lists ("gpu[001-999]"), lists, blanks.
