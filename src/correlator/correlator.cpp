@@ -556,6 +556,7 @@ void Correlator::apply_tail_progress() {
   for (RankState* state : states) {
     RankState& rs = *state;
     // Newest first: the first line with a progress counter is the rank's last progress.
+    bool newest_seen = false;
     for (size_t k = 0; k < rs.tail.size(); ++k) {
       const TailLine& t = rs.tail[(rs.tail_next + rs.tail.size() - 1 - k) % rs.tail.size()];
       Attribution attribution = attributor.attribute(t.text);
@@ -577,7 +578,8 @@ void Correlator::apply_tail_progress() {
           break;
         }
       }
-      if (found) {
+      if (found && !newest_seen) {
+        newest_seen = true;
         if (auto v = to_int(step)) {
           rs.last_step = *v;
           rs.last_progress = t.text;
@@ -586,6 +588,11 @@ void Correlator::apply_tail_progress() {
           rs.progress_line_no = t.line_no;
           rs.progress_time = attribution.time;
         }
+        if (!rs.progress_at_end || !rs.progress_time.valid()) break;
+      } else if (found) {
+        // The progress line before the newest: the job's step interval, as this rank saw it.
+        if (attribution.time.valid() && attribution.time.kind == rs.progress_time.kind)
+          rs.step_interval_ms = std::max<int64_t>(0, rs.progress_time.ms - attribution.time.ms);
         break;
       }
     }

@@ -35,6 +35,15 @@ struct Correlator::Hits {
   const Event* first_any = nullptr;
 };
 
+// A job ended from outside (a time limit, a cancel: an entry with `ends_job_from_outside`) after
+// its training had stopped progressing for far longer than a step takes: a hang.
+struct Correlator::OutsideEnd {
+  const Entry* end_entry = nullptr;  // what ended it (now context of the hang)
+  Evidence end_line;
+  int64_t idle_minutes = 0;     // from the newest progress line to the end
+  int64_t threshold_minutes = 0;
+};
+
 // What the ranks' own collective timeouts (NCCL watchdog, Gloo, flight-recorder dumps) say:
 // the collective most ranks are stuck in, and who is behind, ahead of it or missing from it.
 struct Correlator::Collectives {

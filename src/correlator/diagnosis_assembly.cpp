@@ -50,6 +50,7 @@ Diagnosis Correlator::finish() {
     explain_unrecognized(d, errors, launcher, own);
   } else {
     d.verdict = "diagnosed";
+    const std::optional<OutsideEnd> ended = hang_before_outside_end(all);
     const Hits& top = all.front();
     d.entry = top.entry;
     d.confidence = top.confidence;
@@ -62,6 +63,7 @@ Diagnosis Correlator::finish() {
       if (dec.first_evidence && !dec.first_evidence->host.empty()) dec.host = dec.first_evidence->host;
       else if (it != ranks_.end()) dec.host = it->second.host;
     }
+    if (ended) note_outside_end(d, *ended);
     assign_collateral(d, top, coll);
   }
   summarise_ranks(d);
@@ -132,6 +134,31 @@ void Correlator::explain_unrecognized(Diagnosis& d, const ErrorLines& errors, co
     d.verdict = "incomplete";
     d.stopped = std::move(stopped);
   }
+}
+
+// A hang ended from outside: what ended it, and after how long, go with the decision, and its
+// line is evidence.
+void Correlator::note_outside_end(Diagnosis& d, const OutsideEnd& ended) const {
+  d.initiating.reason += fmt::format("{}the job printed no progress for {} min (more than {} min: 30 min or 20 of its "
+                                     "own steps) before {} ended it (line {}); that end is the consequence of the hang",
+                                     d.initiating.reason.empty() ? "" : "; ", ended.idle_minutes,
+                                     ended.threshold_minutes, ended.end_entry->id, ended.end_line.line);
+  d.evidence.insert(d.evidence.begin(), ended.end_line);
+  if (d.evidence.size() > 12) d.evidence.pop_back();
+  // Where to look: the initiating rank's last progress line, not the scheduler's.
+  auto it = d.initiating.rank ? ranks_.find(*d.initiating.rank) : ranks_.end();
+  if (it == ranks_.end() || it->second.last_progress.empty()) return;
+  const RankState& rs = it->second;
+  Evidence e;
+  e.pattern = "last progress line";
+  e.role = "context";
+  e.file = rs.progress_input < inputs_.size() ? inputs_[rs.progress_input].path : "";
+  e.line = rs.progress_line_no;
+  e.rank = it->first;
+  e.host = rs.host;
+  e.time = rs.progress_time.kind == Timestamp::kNoYear && ref_year_ ? with_year(rs.progress_time, ref_year_) : rs.progress_time;
+  e.text = rs.last_progress;
+  d.initiating.first_evidence = e;
 }
 
 // Evidence: root hits first (earliest first), then cascade, context, teardown; capped.

@@ -7,6 +7,7 @@
 // excerpts that end in training (19 of the 122 healthy logs in testdata/ and the rounds), and
 // none of the failed jobs of rounds 37-39 read as clean would be caught by that alone.
 #include <algorithm>
+#include <cstdio>
 
 #include "correlator_steps.h"
 
@@ -80,6 +81,64 @@ std::optional<StoppedRun> Correlator::stopped_run() const {
     last = unranked_.last_time;
   if (last.valid()) s.last_time = rebased(last);
   return s;
+}
+
+}  // namespace firstfault
+
+namespace firstfault {
+
+namespace {
+// A job that printed progress every few seconds and then nothing for half an hour was not
+// working: the threshold is 30 minutes or 20 of the job's own step intervals, whichever is
+// longer (a slow job's checkpoint or evaluation pass can outlast 30 minutes of silence).
+constexpr int64_t kHangMinMs = 30 * 60 * 1000;
+constexpr int64_t kHangSteps = 20;
+
+// The time an end message states itself (Slurm's "CANCELLED AT 2024-05-01T22:00:07"), for a line
+// with no time of its own: a capture named `at` (or `at2`) in ISO form.
+Timestamp stated_time(const Event& ev) {
+  if (ev.time.valid()) return ev.time;
+  for (const char* name : {"at", "at2"}) {
+    const std::string* at = ev.capture(name);
+    unsigned y, mo, d, h, mi, sec;
+    if (at && std::sscanf(at->c_str(), "%4u-%2u-%2uT%2u:%2u:%2u", &y, &mo, &d, &h, &mi, &sec) == 6)
+      return Timestamp{make_ms(y, mo, d, h, mi, sec, 0), Timestamp::kFull};
+  }
+  return {};
+}
+}  // namespace
+
+std::optional<Correlator::OutsideEnd> Correlator::hang_before_outside_end(std::vector<Hits>& all) const {
+  if (all.empty() || !all.front().entry->ends_job_from_outside || !all.front().first_root) return std::nullopt;
+  const Entry* hang = lib_.find_entry("training-hang-silent");
+  const Event& end = *all.front().first_root;
+  const Timestamp end_time = stated_time(end);
+  if (!hang || !end_time.valid() || end_time.kind == Timestamp::kBoot) return std::nullopt;
+  const RankState* newest = nullptr;
+  int64_t interval = 0;
+  auto consider = [&](const RankState& rs) {
+    if (!rs.progress_at_end || !rs.progress_time.valid() || rs.progress_time.kind == Timestamp::kBoot) return;
+    if (!newest || rs.progress_time.ms > newest->progress_time.ms) newest = &rs;
+    interval = std::max(interval, rs.step_interval_ms);
+  };
+  consider(unranked_);
+  for (const auto& [r, rs] : ranks_) consider(rs);
+  if (!newest) return std::nullopt;
+  int64_t idle = time_key(end_time) - time_key(newest->progress_time);
+  int64_t threshold = std::max(kHangMinMs, kHangSteps * interval);
+  if (idle < threshold) return std::nullopt;
+  OutsideEnd out;
+  out.end_entry = all.front().entry;
+  out.end_line = to_evidence(end, lib_.patterns[end.def].name, Role::kContext);
+  out.idle_minutes = idle / 60000;
+  out.threshold_minutes = threshold / 60000;
+  Hits h;
+  h.entry = hang;
+  h.by_ref.resize(hang->refs.size());
+  h.supported = true;
+  h.confidence = 0.6;
+  all.insert(all.begin(), std::move(h));
+  return out;
 }
 
 }  // namespace firstfault

@@ -333,6 +333,7 @@ Library load_sources(const std::vector<SourceFile>& sources, std::vector<LoadPro
     e.loc.file = src.path;
     fc.only_keys(root,
                  {"id", "title", "category", "severity", "action", "systems", "patterns", "match", "specializes", "explains", "scope",
+                  "ends_job_from_outside",
                   "root_cause", "confirm", "fix", "prevention", "references", "related", "examples"},
                  "an entry");
     e.id = fc.scalar(root, "id", true);
@@ -365,6 +366,10 @@ Library load_sources(const std::vector<SourceFile>& sources, std::vector<LoadPro
     if (!scope.empty() && scope != "job" && scope != "rank")
       fc.error(root["scope"], fmt::format("unknown scope '{}' (rank, job)", scope));
     e.job_scope = scope == "job";
+    std::string ends = fc.scalar(root, "ends_job_from_outside", false);
+    if (!ends.empty() && ends != "true" && ends != "false")
+      fc.error(root["ends_job_from_outside"], "ends_job_from_outside is true or false");
+    e.ends_job_from_outside = ends == "true";
     e.action = parse_entry_action(fc, root);
 
     YAML::Node pats = root["patterns"];

@@ -167,6 +167,7 @@ void write_payload(Writer& w, const Library& lib) {
     w.strs(e.specializes);
     w.strs(e.explains);
     w.u8(e.job_scope);
+    w.u8(e.ends_job_from_outside);
     w.u8(static_cast<uint8_t>(e.action));
     w.str(e.root_cause);
     w.str(e.fix);
@@ -238,6 +239,7 @@ bool read_payload(Reader& r, Library& lib) {
     e.specializes = r.strs();
     e.explains = r.strs();
     e.job_scope = r.flag();
+    e.ends_job_from_outside = r.flag();
     uint8_t action = r.u8();
     if (action > static_cast<uint8_t>(ActionKind::kInvestigate)) return false;
     e.action = static_cast<ActionKind>(action);

@@ -620,3 +620,27 @@ TEST_CASE("correlator: a stall report that lists the ready (or the missing) rank
   // One missing rank of a list of one says nothing about the others (the single form names it).
   CHECK(f.run("allreduce.loss [missing ranks: 1]\n").initiating.rank == 1);
 }
+
+TEST_CASE("correlator: a time limit long after the last progress is a hang, and the rank that stopped is named") {
+  Fixture f;
+  auto step = [](int rank, const char* time, int n) {
+    return "[rank" + std::to_string(rank) + "]: 2024-05-01 " + time + ",000 step " + std::to_string(n) + " loss 2.1\n";
+  };
+  std::string run;
+  for (int r = 0; r < 4; ++r) run += step(r, "10:00:00", 100);
+  for (int r : {0, 1, 3}) run += step(r, "10:00:05", 101);
+  std::string end12h = "slurmstepd: error: *** JOB 88121 ON gpu-node-03 CANCELLED AT 2024-05-01T22:00:07 DUE TO TIME LIMIT ***\n";
+  Diagnosis d = f.run(run + end12h);
+  check_decision(d, "training-hang-silent", 2, "silence");
+  CHECK_THAT(d.initiating.reason, Catch::Contains("no progress for 720 min"));
+  CHECK_THAT(d.initiating.reason, Catch::Contains("slurm-time-limit ended it"));
+  REQUIRE(d.initiating.first_evidence);
+  CHECK(d.initiating.first_evidence->rank == 2);  // where to look: rank 2's last progress
+  REQUIRE_FALSE(d.evidence.empty());
+  CHECK_THAT(d.evidence.front().text, Catch::Contains("DUE TO TIME LIMIT"));
+  // Ten minutes of silence is a slow step or a checkpoint, not a hang: the time limit stands.
+  std::string end10m = "slurmstepd: error: *** JOB 88121 ON gpu-node-03 CANCELLED AT 2024-05-01T10:10:05 DUE TO TIME LIMIT ***\n";
+  Diagnosis limit = f.run(run + end10m);
+  REQUIRE(limit.entry);
+  CHECK(limit.entry->id == "slurm-time-limit");
+}

@@ -128,6 +128,7 @@ class Correlator {
     uint32_t progress_input = 0;   // ... and where it is
     uint64_t progress_line_no = 0;
     Timestamp progress_time;       // ... and its time, when it has one
+    int64_t step_interval_ms = 0;  // between its last two timed progress lines in the tail (0: unknown)
     uint64_t last_step_order = 0;
     std::string last_progress;
     std::string_view progress_pending;  // set: the newest progress line, not yet in last_progress
@@ -201,6 +202,9 @@ class Correlator {
   void report_limits(Diagnosis& d) const;    // diagnosis_assembly.cpp
   void summarise_ranks(Diagnosis& d) const;
   std::optional<StoppedRun> stopped_run() const;  // stopped_run.cpp
+  struct OutsideEnd;  // a time limit or cancel that ended a job long idle (correlator_steps.h)
+  std::optional<OutsideEnd> hang_before_outside_end(std::vector<Hits>& all) const;  // stopped_run.cpp
+  void note_outside_end(Diagnosis& d, const OutsideEnd& ended) const;  // diagnosis_assembly.cpp
   void append_tail(RankState& into, const RankState& later, uint64_t line_offset) const;
 
   const Library& lib_;

@@ -137,6 +137,10 @@ struct Entry {
   // `scope: job`: a failure every rank of the job hits the same way (a configuration or
   // version error); which rank printed it first says nothing, so no initiating rank is named.
   bool job_scope = false;
+  // `ends_job_from_outside: true`: the entry is the job being ended from outside (a time limit,
+  // a cancel, a deadline). When training had stopped progressing long before that end, the
+  // diagnosis is the hang, and this entry is its context (docs/initiating-rank.md).
+  bool ends_job_from_outside = false;
   ActionKind action = ActionKind::kInvestigate;  // `action:` (required)
   std::string root_cause, fix;
   std::vector<std::string> confirm, prevention, references, related;
