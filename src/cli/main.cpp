@@ -4,6 +4,7 @@
 #include <spdlog/sinks/stdout_color_sinks.h>
 #include <spdlog/spdlog.h>
 
+#include <sys/resource.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -68,10 +69,11 @@ std::optional<int> rewrite_arguments(std::vector<std::string>& args) {
     args = {"--version"};
     return std::nullopt;
   }
+  std::error_code exists_error;  // a path that cannot even be looked at (a symlink loop) is read, and reported, as a path
   bool flag = !args.empty() && !args[0].empty() && args[0][0] == '-' && args[0] != "-";
   bool command = !args.empty() && std::find(kCommands.begin(), kCommands.end(), args[0]) != kCommands.end();
   if (!args.empty() && !flag && !command && args[0].find_first_of("/.") == std::string::npos &&
-      !std::filesystem::exists(args[0])) {
+      !std::filesystem::exists(args[0], exists_error) && !exists_error) {
     if (auto close = closest_matches(args[0], kCommands, 1); !close.empty()) {
       fmt::print(stderr, "firstfault: '{}' is neither a command nor a file; did you mean '{}'? (firstfault --help)\n",
                  args[0], close.front());
@@ -104,9 +106,19 @@ std::string flag_suggestion(const CLI::App& app, const CLI::ParseError& e) {
   auto close = closest_matches(given, names, 1);
   return close.empty() || close.front() == given ? "" : fmt::format(" (did you mean {}?)", close.front());
 }
+// `watch` follows thousands of rank logs and `triage` opens archives in parallel: use every file
+// descriptor the hard limit allows (the soft default, 1,024, is smaller than a big job's logs).
+void raise_open_file_limit() {
+  struct rlimit rl {};
+  if (::getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < rl.rlim_max) {
+    rl.rlim_cur = rl.rlim_max;
+    ::setrlimit(RLIMIT_NOFILE, &rl);
+  }
+}
 }  // namespace
 
 int main(int argc, char** argv) {
+  raise_open_file_limit();
   spdlog::set_default_logger(spdlog::stderr_color_mt("firstfault"));  // diagnostics never go to stdout
   spdlog::set_pattern("firstfault: %v");
   std::signal(SIGINT, on_sigint);

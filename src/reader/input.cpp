@@ -94,6 +94,14 @@ std::vector<InputSource> expand_inputs(const std::vector<std::string>& paths, st
     }
     std::error_code ec;
     auto status = fs::status(p, ec);
+    if (ec == std::errc::too_many_symbolic_link_levels) {
+      problems.push_back({p, "symlink loop (too many levels of symbolic links)"});
+      continue;
+    }
+    if (ec == std::errc::permission_denied) {
+      problems.push_back({p, "permission denied"});
+      continue;
+    }
     if (ec || !fs::exists(status)) {
       problems.push_back({p, "no such file or directory"});
       continue;
