@@ -92,7 +92,7 @@ void note_binary(const ReadStats& stats, InputSummary& s) {
 // `threads` threads.
 void analyze_input(const InputSource& in, uint32_t index, const Matcher& matcher, const AnalyzeOptions& options,
                    bool split, Correlator& corr, InputSummary& s, std::vector<InputProblem>& problems) {
-  FileIdentity identity = in.is_stdin ? FileIdentity{} : identity_from_path(in.path, options.rank_from);
+  FileIdentity identity = in.is_stdin ? FileIdentity{} : identity_from_path(in.path, options.rank_from, options.pytorchjob_pods);
   uint64_t size = 0;
   if (struct stat st {}; !in.is_stdin && ::stat(in.path.c_str(), &st) == 0 && S_ISREG(st.st_mode))
     size = static_cast<uint64_t>(st.st_size);
@@ -240,7 +240,7 @@ void analyze_archive_members(const std::vector<InputSource>& inputs, size_t firs
 
 Status read_member(struct archive* a, const std::string& name, uint32_t index, const Matcher& matcher,
                    const AnalyzeOptions& options, Correlator& corr, InputSummary& summary) {
-  LineAttributor attributor(identity_from_path(name, options.rank_from));
+  LineAttributor attributor(identity_from_path(name, options.rank_from, options.pytorchjob_pods));
   LineFeed feed(matcher, corr, attributor, index, summary);
   ReadStats stats;
   Status s = read_archive_member(a, feed, stats);
@@ -253,6 +253,8 @@ Status read_member(struct archive* a, const std::string& name, uint32_t index, c
 JobResult analyze_job(const std::vector<InputSource>& inputs, const Matcher& matcher, const AnalyzeOptions& job_options) {
   JobResult result;
   AnalyzeOptions options = job_options;
+  for (const auto& in : inputs)
+    if (options.rank_from.empty() && names_pytorchjob_master(in.archive.empty() ? in.path : in.member)) options.pytorchjob_pods = true;
   if (!options.tables) options.tables = std::make_shared<const CorrelatorTables>(matcher.library(), matcher.tail_patterns());
   Correlator corr(matcher.library(), options.tables);
   std::vector<InputSummary> summaries(inputs.size());
@@ -342,7 +344,7 @@ std::vector<ManyJobs> find_many_jobs(const std::vector<std::string>& paths, cons
   for (const auto& in : inputs) {
     if (in.named || in.origin >= paths.size()) continue;
     const std::string& name = in.archive.empty() ? in.path : in.member;
-    if (identity_from_path(name, options.rank_from).rank != 0) continue;
+    if (identity_from_path(name, options.rank_from, options.pytorchjob_pods).rank != 0) continue;
     rank0_logs[in.origin].push_back(in.archive.empty() ? fs::path(in.path).lexically_relative(paths[in.origin]).generic_string()
                                                        : normalize_member_name(in.member));
   }

@@ -1055,7 +1055,12 @@ Attribution LineAttributor::attribute(std::string_view line, AttributionPlan* pl
   return a;
 }
 
-FileIdentity identity_from_path(std::string_view path, const std::string& rank_from) {
+bool names_pytorchjob_master(std::string_view path) {
+  static const RE2 kMaster(R"((?i)(?:^|[-_./])master-0(?:[-_./]|$))");
+  return RE2::PartialMatch(re2::StringPiece(path.data(), path.size()), kMaster);
+}
+
+FileIdentity identity_from_path(std::string_view path, const std::string& rank_from, bool pytorchjob_pods) {
   FileIdentity id;
   std::string p(path);
   if (!rank_from.empty()) {
@@ -1077,13 +1082,25 @@ FileIdentity identity_from_path(std::string_view path, const std::string& rank_f
   static const RE2 kDirRankRules(R"((?i)^(?:rank|proc|process|task|worker)[_\-.]?(\d{1,6})$)");
   static const RE2 kSlurmArray(R"(slurm-\d+_(\d{1,6})\.(?:out|err|log))");
   static const RE2 kNode(R"((?i)^((?:node|host|gpu|nid)[\w\-]*?\d+)\.(?:out|err|log|txt)$)");
+  if (pytorchjob_pods) {
+    // The training operator sets RANK=0 on master-0 and RANK=N+1 on worker-N.
+    static const RE2 kPod(R"((?i)(?:^|[-_./])(master|worker)-(\d{1,6})(?:[-_./]|$))");
+    std::string role, n;
+    if (RE2::PartialMatch(p, kPod, &role, &n))
+      if (auto r = to_int(n)) {
+        id.rank = rank_or_none(role[0] == 'm' || role[0] == 'M' ? *r : *r + 1);  // master : worker
+        return id;
+      }
+  }
   size_t slash = p.rfind('/');
   std::string name = slash == std::string::npos ? p : p.substr(slash + 1);
   std::string dir = slash == std::string::npos ? "" : p.substr(0, slash);
   std::string dirname = dir.substr(dir.rfind('/') == std::string::npos ? 0 : dir.rfind('/') + 1);
+  // torchrun --log-dir (--redirects/--tee): <log_dir>/<run_id>/attempt_K/<local rank>/stderr.log.
+  static const RE2 kTorchrunLogDir(R"((?:^|/)attempt_\d+/(\d{1,6})/(?:stdout|stderr|error)\.(?:log|json)$)");
   std::string v;
-  if (RE2::PartialMatch(name, kSlurmArray, &v) || RE2::PartialMatch(name, kRankRules, &v) ||
-      RE2::PartialMatch(dirname, kDirRankRules, &v)) {
+  if (RE2::PartialMatch(p, kTorchrunLogDir, &v) || RE2::PartialMatch(name, kSlurmArray, &v) ||
+      RE2::PartialMatch(name, kRankRules, &v) || RE2::PartialMatch(dirname, kDirRankRules, &v)) {
     if (auto r = to_int(v)) id.rank = rank_or_none(*r);
   }
   std::string host;

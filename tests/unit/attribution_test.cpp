@@ -7,6 +7,7 @@
 #include <sstream>
 #include <unordered_map>
 
+#include "firstfault/app/pipeline.h"
 #include "firstfault/matcher/template_scanner.h"
 #include "firstfault/reader/log_reader.h"
 #include "test_support.h"
@@ -339,4 +340,31 @@ TEST_CASE("attribution: replaying a digit template's plan gives what a full peel
   CHECK(files > 400);
   CHECK(lines > 20000);
   CHECK(replayed_templates > 1000);  // plans are kept, not given up on every template
+}
+
+TEST_CASE("identity_from_path: a Kubeflow PyTorchJob's pods and torchrun's --log-dir tree") {
+  // With a master pod in the job, the operator's numbering: master-0 is rank 0, worker-N rank N+1.
+  CHECK(identity_from_path("logs/bert-master-0.log", "", true).rank == 0);
+  CHECK(identity_from_path("logs/bert-worker-0.log", "", true).rank == 1);
+  CHECK(identity_from_path("pods/bert-worker-6/main.log", "", true).rank == 7);
+  // Without one, worker-N is just N (MPIJob, Ray, a user's naming).
+  CHECK(identity_from_path("logs/bert-worker-0.log").rank == 0);
+  CHECK(names_pytorchjob_master("logs/bert-master-0.log"));
+  CHECK_FALSE(names_pytorchjob_master("logs/remaster-01.log"));
+  // torchrun --log-dir: <dir>/<run_id>/attempt_K/<local rank>/stderr.log.
+  CHECK(identity_from_path("/tmp/tr/none_abc/attempt_0/3/stderr.log").rank == 3);
+  CHECK(identity_from_path("/tmp/tr/none_abc/attempt_2/11/stdout.log").rank == 11);
+  CHECK(identity_from_path("/tmp/tr/run/3/stderr.log").rank < 0);  // a number alone is not a rank
+}
+
+TEST_CASE("pipeline: a PyTorchJob's pod logs are read with the operator's rank numbering") {
+  test::RepoEngine engine;
+  test::TempDir dir;
+  dir.write("pods/job-master-0.log", "[E1107 10:02:41.300000000 ProcessGroupNCCL.cpp:607] [Rank 0] Watchdog caught collective "
+                                     "operation timeout: WorkNCCL(SeqNum=9, OpType=ALLREDUCE, NumelIn=1, NumelOut=1, "
+                                     "Timeout(ms)=600000) ran for 600071 milliseconds before timing out.\n");
+  dir.write("pods/job-worker-0.log", "step 5\nRuntimeError: CUDA error: an illegal memory access was encountered\n");
+  Diagnosis d = analyze_paths({dir.path() + "/pods"}, engine.matcher, {}).diagnosis;
+  REQUIRE(d.initiating.rank);
+  CHECK(*d.initiating.rank == 1);
 }

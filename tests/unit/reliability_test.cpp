@@ -419,6 +419,10 @@ TEST_CASE("reliability: a directory with symlink loops reads every file once and
   CHECK(r.problems[0].path.find("self.log") != std::string::npos);
   REQUIRE(r.diagnosis.entry);
   CHECK(*r.diagnosis.initiating.rank == 1);
+  // Given by name, a symlink loop is named as one, not as a missing file.
+  JobResult named = f.run_paths({f.dir.path() + "/job/self.log", f.dir.path() + "/job/b/rank1.log"});
+  REQUIRE(named.problems.size() == 1);
+  CHECK(named.problems[0].reason == "symlink loop (too many levels of symbolic links)");
 }
 
 TEST_CASE("reliability: timestamps out of order and from the future") {

@@ -23,6 +23,9 @@ struct AnalyzeOptions {
   std::shared_ptr<const CorrelatorTables> tables;
   // --glob, --exclude: the files a directory walk or an archive gives (null: every file).
   std::shared_ptr<const PathFilter> filter;
+  // The inputs are a Kubeflow PyTorchJob's pod logs (a `master-0` pod among them): `master-0` is
+  // rank 0 and `worker-N` is rank N+1. analyze_job sets it from the input names.
+  bool pytorchjob_pods = false;
 };
 
 // An input not read on purpose: binary content (InputSummary::skipped). Not an error.

@@ -48,7 +48,11 @@ struct FileIdentity {
 
 // Derives rank/host from a path; `rank_from` (a regex with one capture or a (?P<rank>) group)
 // overrides the built-in rules when non-empty.
-FileIdentity identity_from_path(std::string_view path, const std::string& rank_from = "");
+// `pytorchjob_pods`: the job's inputs include a Kubeflow PyTorchJob's master pod, so a path
+// naming `master-0` is rank 0 and `worker-N` is rank N+1 (the operator's numbering).
+FileIdentity identity_from_path(std::string_view path, const std::string& rank_from = "", bool pytorchjob_pods = false);
+// Whether `path` names a PyTorchJob's master pod (`<job>-master-0`, as a file or a folder).
+bool names_pytorchjob_master(std::string_view path);
 
 // The prefix layers attribute() peeled from one line, kept per digit template (the matcher's
 // TemplateScanner groups lines by it) so that the next line of the template runs only the
