@@ -14,6 +14,7 @@ Correlator::Collectives Correlator::analyse_collectives() const {
   Collectives c;
   std::map<int64_t, std::set<int>> by_seq;
   std::map<int64_t, std::string> op_of;
+  std::map<std::pair<int64_t, int>, std::string> op_at;  // (SeqNum, rank) -> OpType
   std::set<int> noseq_reporters;
   std::string noseq_op;
   for (size_t def = 0; def < events_by_def_.size(); ++def) {
@@ -30,6 +31,7 @@ Correlator::Collectives Correlator::analyse_collectives() const {
       by_seq[seq].insert(ev.rank);
       c.timeout_line.emplace(std::pair{ev.rank, seq}, &ev);
       if (op) op_of[seq] = *op;
+      if (op) op_at[{seq, ev.rank}] = *op;
     }
   }
   // A flight-recorder dump "due to a collective timeout from this local rank" is that rank's
@@ -51,6 +53,22 @@ Correlator::Collectives Correlator::analyse_collectives() const {
       c.reporters = rs;
       c.op = op_of[seq];
     }
+  // At the stuck SeqNum, the OpType most reporters show is the collective; a few ranks with
+  // another one (at most an eighth of them, at least one) issued a different call: a desync.
+  if (c.seq >= 0) {
+    std::map<std::string, std::set<int>> ranks_by_op;
+    for (int r : c.reporters)
+      if (auto it = op_at.find({c.seq, r}); it != op_at.end()) ranks_by_op[it->second].insert(r);
+    if (ranks_by_op.size() == 2) {
+      auto majority = ranks_by_op.begin(), minority = std::next(majority);
+      if (majority->second.size() < minority->second.size()) std::swap(majority, minority);
+      if (minority->second.size() <= std::max<size_t>(1, c.reporters.size() / 8) && majority->second.size() >= 2) {
+        c.op = majority->first;
+        c.odd_op = minority->second;
+        c.odd_op_name = minority->first;
+      }
+    }
+  }
   if (c.seq < 0 && !noseq_reporters.empty()) {
     c.reporters = noseq_reporters;
     c.op = noseq_op;

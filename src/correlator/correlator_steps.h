@@ -58,6 +58,10 @@ struct Correlator::Collectives {
   int world = 0;                   // the job's size: highest rank seen, NCCL init's nranks
   int init_world = 0;              // the size NCCL init printed, when it did
   std::vector<int> missing;        // ranks that reported no timeout while most others did
+  // Reporters at the stuck SeqNum whose OpType differs from the others' (a desync: one rank
+  // issued another collective, e.g. an ALLREDUCE while the rest wait in an ALLGATHER).
+  std::set<int> odd_op;
+  std::string odd_op_name;
 };
 
 // The launcher's own verdict: torchrun's Root Cause block, mpirun's first failed process.

@@ -77,7 +77,7 @@ Correlator::RankLadder::RankLadder(const Correlator& c, const Hits& top, const C
 
 RankDecision Correlator::RankLadder::decide() const {
   if (!ranked_roots_.empty()) return from_ranked_roots();
-  for (auto rung : {&RankLadder::job_wide_unprefixed, &RankLadder::from_collective_sequence,
+  for (auto rung : {&RankLadder::job_wide_unprefixed, &RankLadder::from_odd_op, &RankLadder::from_collective_sequence,
                     &RankLadder::from_context_rank, &RankLadder::from_own_error_line, &RankLadder::launcher_tie,
                     &RankLadder::from_launcher, &RankLadder::out_of_step, &RankLadder::unranked_root})
     if (auto dec = (this->*rung)()) return *dec;
@@ -372,6 +372,28 @@ std::optional<RankDecision> Correlator::RankLadder::unranked_root() const {
   dec.method = "none";
   dec.reason = "the root event carries no rank and the log does not map it to one";
   dec.confidence = 0;
+  return dec;
+}
+
+// A desync: at the SeqNum where the others wait in one collective, one rank waits in another
+// (an ALLREDUCE of one element while the rest wait in _ALLGATHER_BASE: it left the loop the
+// others are still in). Its last progress line, when it has one, says where it was.
+std::optional<RankDecision> Correlator::RankLadder::from_odd_op() const {
+  if (coll_.odd_op.size() != 1) return std::nullopt;
+  int odd = *coll_.odd_op.begin();
+  RankDecision dec;
+  dec.rank = odd;
+  dec.method = "op-mismatch";
+  dec.confidence = 0.75;
+  std::set<int> others = coll_.reporters;
+  others.erase(odd);
+  dec.reason = fmt::format("ranks {} timed out in {} SeqNum {}; rank {} timed out in {} at the same SeqNum, so it issued "
+                           "a different collective (the ranks are out of step)",
+                           ranks_of(others), coll_.op, coll_.seq, odd, coll_.odd_op_name);
+  if (auto line = coll_.timeout_line.find({odd, coll_.seq}); line != coll_.timeout_line.end())
+    dec.first_evidence = c_.to_evidence(*line->second, c_.lib_.patterns[line->second->def].name, Role::kCascade);
+  if (auto it = c_.ranks_.find(odd); it != c_.ranks_.end() && !it->second.last_progress.empty())
+    dec.reason += fmt::format("; its last progress: {}", truncate_utf8(trim(it->second.last_progress), 160));
   return dec;
 }
 

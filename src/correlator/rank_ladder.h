@@ -21,6 +21,7 @@ class Correlator::RankLadder {
   RankDecision from_ranked_roots() const;
   // The rungs used when no root event carries a rank, in the order they are tried.
   std::optional<RankDecision> job_wide_unprefixed() const;
+  std::optional<RankDecision> from_odd_op() const;
   std::optional<RankDecision> from_collective_sequence() const;
   std::optional<RankDecision> from_context_rank() const;
   std::optional<RankDecision> from_own_error_line() const;

@@ -644,3 +644,23 @@ TEST_CASE("correlator: a time limit long after the last progress is a hang, and 
   REQUIRE(limit.entry);
   CHECK(limit.entry->id == "slurm-time-limit");
 }
+
+TEST_CASE("correlator: one rank waiting in another collective at the same SeqNum is the odd one (desync by op type)") {
+  Fixture f;
+  // The seed failure as PyTorch 2.x prints it: rank 3 left the loop (its bar at 100%) and waits
+  // in an ALLREDUCE of one element; the others wait in _ALLGATHER_BASE at the same SeqNum.
+  std::string log;
+  for (int r = 0; r < 8; ++r) log += "[rank" + std::to_string(r) + "]: Epoch 0:  99%|#########9| 990/1000 [10:01<00:06]\n";
+  log += "[rank3]: Epoch 0: 100%|##########| 1000/1000 [10:07<00:00]\n";
+  for (int r = 0; r < 8; ++r) log += timeout(r, 48211, r == 3 ? "ALLREDUCE" : "_ALLGATHER_BASE", "10:32:41");
+  Diagnosis d = f.run(log);
+  REQUIRE(d.initiating.rank);
+  CHECK(*d.initiating.rank == 3);
+  CHECK(d.initiating.method == "op-mismatch");
+  CHECK_THAT(d.initiating.reason, Catch::Contains("rank 3 timed out in ALLREDUCE at the same SeqNum"));
+  CHECK_THAT(d.initiating.reason, Catch::Contains("1000/1000"));
+  // Two ops split evenly say nothing about one rank.
+  std::string split;
+  for (int r = 0; r < 4; ++r) split += timeout(r, 9, r < 2 ? "ALLREDUCE" : "BROADCAST");
+  CHECK(f.run(split).initiating.method != "op-mismatch");
+}
