@@ -140,7 +140,8 @@ int run_diagnose(const DiagnoseOptions& o, std::ostream& out) {
   neutralize_diagnosis(r.diagnosis);
   auto shown = [&](const std::string& s) { return safe_line(redact ? redactor.mask(s) : s); };
   report_inputs(r, o.verbose, shown);
-  if (r.interrupted) return kExitInterrupted;
+  // Interrupted: what was read is still diagnosed, and the exit code says it was cut short.
+  if (r.interrupted) fmt::print(stderr, "firstfault: interrupted: the diagnosis is of what was read before Ctrl-C\n");
   // Nothing to show only when no input yielded a single line; a truncated file still has a
   // (partial) diagnosis worth printing.
   bool nothing = r.diagnosis.verdict == "error";
@@ -165,6 +166,7 @@ int run_diagnose(const DiagnoseOptions& o, std::ostream& out) {
     out << render_text(r.diagnosis, *lib, style);
   }
   out.flush();
+  if (r.interrupted) return kExitInterrupted;
   if (!r.problems.empty() || nothing) return kExitUsage;
   return exit_code_for(r.diagnosis, *fail_on);
 }

@@ -1,12 +1,14 @@
 #include "firstfault/app/pipeline.h"
 
 #include <fcntl.h>
+#include <pthread.h>
 #include <fmt/format.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <condition_variable>
+#include <csignal>
 #include <cstring>
 #include <filesystem>
 #include <mutex>
@@ -22,8 +24,6 @@
 namespace firstfault {
 
 namespace fs = std::filesystem;
-
-std::atomic<bool> g_interrupted{false};
 
 namespace {
 
@@ -194,11 +194,18 @@ void analyze_inputs_pooled(const std::vector<InputSource>& inputs, size_t first,
   };
   std::vector<std::thread> pool;
   for (unsigned t = 0; t < std::min<size_t>(threads, n); ++t) pool.emplace_back(worker);
+  bool woken = false;
   for (size_t k = 0; k < n; ++k) {
     std::unique_ptr<Correlator> part;
     {
       std::unique_lock<std::mutex> lock(mu);
-      cv.wait(lock, [&] { return slots[k].done; });
+      // Ctrl-C reaches one thread; a worker waiting in open() or read() of a FIFO or a silent
+      // pipe is woken with the same signal (no SA_RESTART: the call returns EINTR) so it gives up.
+      while (!cv.wait_for(lock, std::chrono::milliseconds(50), [&] { return slots[k].done; }))
+        if (g_interrupted.load() && !woken) {
+          woken = true;
+          for (auto& t : pool) ::pthread_kill(t.native_handle(), SIGINT);
+        }
       part = std::move(slots[k].corr);
     }
     corr.absorb(std::move(*part), 0);

@@ -121,7 +121,13 @@ int main(int argc, char** argv) {
   raise_open_file_limit();
   spdlog::set_default_logger(spdlog::stderr_color_mt("firstfault"));  // diagnostics never go to stdout
   spdlog::set_pattern("firstfault: %v");
-  std::signal(SIGINT, on_sigint);
+  // No SA_RESTART: a blocked open or read (a FIFO without a writer, a silent pipe) returns
+  // EINTR, so Ctrl-C ends every wait and what was read is still diagnosed.
+  struct sigaction sa {};
+  sa.sa_handler = on_sigint;
+  sigemptyset(&sa.sa_mask);
+  sa.sa_flags = 0;
+  ::sigaction(SIGINT, &sa, nullptr);
   std::signal(SIGPIPE, SIG_IGN);
 
   std::vector<std::string> args(argv + 1, argv + argc);

@@ -1,4 +1,5 @@
 #include "firstfault/reader/log_reader.h"
+#include "firstfault/util/interrupt.h"
 
 #include <archive.h>
 #include <fcntl.h>
@@ -53,8 +54,8 @@ class FdSource : public ByteSource {
     for (;;) {
       ssize_t r = ::read(fd_, buf, n);
       if (r >= 0) return r;
-      if (errno == EINTR) continue;
-      error_ = std::strerror(errno);
+      if (errno == EINTR && !g_interrupted.load()) continue;
+      error_ = errno == EINTR ? "interrupted" : std::strerror(errno);
       return -1;
     }
   }
@@ -375,8 +376,10 @@ Status read_input_range(const InputSource& input, uint64_t begin, uint64_t end, 
 Status read_input(const InputSource& input, BlockSink& sink, ReadStats& stats) {
   int fd = 0;
   if (!input.is_stdin) {
-    fd = ::open(input.path.c_str(), O_RDONLY | O_CLOEXEC);
-    if (fd < 0) return Error{std::strerror(errno)};
+    // Opening a FIFO waits for its writer: Ctrl-C (EINTR) ends the wait.
+    while ((fd = ::open(input.path.c_str(), O_RDONLY | O_CLOEXEC)) < 0 && errno == EINTR && !g_interrupted.load()) {
+    }
+    if (fd < 0) return Error{errno == EINTR ? "interrupted" : std::strerror(errno)};
     struct stat st {};
     if (::fstat(fd, &st) == 0 && S_ISDIR(st.st_mode)) {
       ::close(fd);
@@ -391,8 +394,8 @@ Status read_input(const InputSource& input, BlockSink& sink, ReadStats& stats) {
   while (got < head.size()) {
     ssize_t r = ::read(fd, head.data() + got, head.size() - got);
     if (r < 0) {
-      if (errno == EINTR) continue;
-      return Error{std::strerror(errno)};
+      if (errno == EINTR && !g_interrupted.load()) continue;
+      return Error{errno == EINTR ? "interrupted" : std::strerror(errno)};
     }
     if (r == 0) break;
     got += static_cast<size_t>(r);

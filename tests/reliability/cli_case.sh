@@ -66,6 +66,19 @@ case $case in
     run diagnose "$tmp/rank1.log"
     wait
     expect_rc 0; expect_out "Initiating rank: 1"; expect_no_err ;;
+  sigint_fifo)
+    # Ctrl-C while a FIFO has no writer (a worker thread waits in open()): the wait ends within a
+    # second, the good input read before it is diagnosed, exit 130.
+    ( oom 1; timeout_line 0 ) > "$tmp/good.log"
+    mkfifo "$tmp/stuck.fifo"
+    "$bin" diagnose "$tmp/good.log" "$tmp/stuck.fifo" > "$tmp/out" 2> "$tmp/err" &
+    pid=$!
+    sleep 1
+    kill -INT "$pid"
+    for _ in $(seq 20); do kill -0 "$pid" 2> /dev/null || break; sleep 0.05; done
+    if kill -0 "$pid" 2> /dev/null; then kill -9 "$pid"; fail "still running 1 s after SIGINT"; fi
+    wait "$pid"; rc=$?
+    expect_rc 130; expect_out "Initiating rank: 1"; expect_err "interrupted" ;;
   pipe)
     ( oom 1; timeout_line 0 ) > "$tmp/job.log"
     "$bin" < "$tmp/job.log" > "$tmp/out" 2> "$tmp/err"; rc=$?

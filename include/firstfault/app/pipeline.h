@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "firstfault/correlator/correlator.h"
+#include "firstfault/util/interrupt.h"
 #include "firstfault/correlator/diagnosis.h"
 #include "firstfault/matcher/matcher.h"
 #include "firstfault/reader/input.h"
@@ -50,8 +51,8 @@ struct JobResult {
   bool interrupted = false;
 };
 
-// Set by the CLI's SIGINT handler; the pipeline stops at the next block.
-extern std::atomic<bool> g_interrupted;
+// g_interrupted (util/interrupt.h): set by the CLI's SIGINT handler; the pipeline stops at the
+// next block and diagnoses what was read.
 
 // The verdict is "error" when no input yielded a line (none at all, every one unreadable or binary):
 // there is nothing to diagnose, and the inputs and problems say why.
