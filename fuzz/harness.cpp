@@ -5,6 +5,8 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <optional>
+#include <sstream>
 #include <nlohmann/json.hpp>
 #include <string_view>
 #include <unordered_map>
@@ -16,7 +18,10 @@
 #include "firstfault/matcher/matcher.h"
 #include "firstfault/matcher/template_scanner.h"
 #include "firstfault/reader/log_reader.h"
+#include "firstfault/render/ci_render.h"
 #include "firstfault/render/render.h"
+#include "firstfault/render/timeline_render.h"
+#include "firstfault/util/safe_text.h"
 #include "firstfault/signatures/loader.h"
 #include "firstfault/util/strings.h"
 
@@ -235,28 +240,46 @@ std::string signatures_one(const uint8_t* data, size_t size) {
   return "";
 }
 
-std::string diagnose_one(const uint8_t* data, size_t size) {
-  // The built-in library is loaded once per process, as the CLI does once per run.
+// The built-in library and its matcher, loaded once per process as the CLI does once per run.
+const Library& builtin_library() {
   static const Library* lib = [] {
     std::vector<LoadProblem> problems;
     LoadOptions lo;
     lo.check_samples = false;
     return new Library(load_library({}, problems, lo));
   }();
+  return *lib;
+}
+const Matcher& builtin_matcher() {
   static const Matcher* matcher = [] {
-    auto* m = new Matcher(*lib);
+    auto* m = new Matcher(builtin_library());
     (void)m->compile(true);
     return m;
   }();
+  return *matcher;
+}
+
+// The fuzz input as one job (split into files at form feeds); nullopt when a file cannot be made.
+std::optional<JobResult> diagnose_input(const uint8_t* data, size_t size, size_t& n_inputs) {
   sv all(reinterpret_cast<const char*>(data), size);
   std::vector<std::unique_ptr<MemFile>> files;
   std::vector<InputSource> inputs;
   for (sv text : split_files(all)) {
     files.push_back(std::make_unique<MemFile>(text));
-    if (!files.back()->ok()) return "";
+    if (!files.back()->ok()) return std::nullopt;
     inputs.push_back({files.back()->path(), false});
   }
-  JobResult r = analyze_job(inputs, *matcher, {});
+  n_inputs = inputs.size();
+  return analyze_job(inputs, builtin_matcher(), {});
+}
+
+std::string diagnose_one(const uint8_t* data, size_t size) {
+  const Library* lib = &builtin_library();
+  size_t n_inputs = 0;
+  std::optional<JobResult> result = diagnose_input(data, size, n_inputs);
+  if (!result) return "";
+  JobResult& r = *result;
+  std::vector<InputSource> inputs(n_inputs);  // only its size is compared below
   const Diagnosis& d = r.diagnosis;
   if ((d.verdict == "diagnosed") != (d.entry != nullptr)) return "verdict and entry disagree";
   if (d.verdict != "diagnosed" && d.verdict != "unrecognized" && d.verdict != "incomplete" && d.verdict != "clean" &&
@@ -279,6 +302,52 @@ std::string diagnose_one(const uint8_t* data, size_t size) {
     style.verbose = true;
     std::string text = render_text(d, *lib, style);
     if (!color && text.find('\x1b') != std::string::npos) return "log text drove the terminal (escape in plain output)";
+  }
+  return "";
+}
+
+// Every output of every format, from a log that may hold anything: nothing in it may drive a
+// terminal or a CI runner, every output is valid UTF-8, the JSON ones parse, and the HTML page
+// holds no markup from the log.
+std::string render_one(const uint8_t* data, size_t size) {
+  const Library& lib = builtin_library();
+  size_t n_inputs = 0;
+  std::optional<JobResult> result = diagnose_input(data, size, n_inputs);
+  if (!result) return "";
+  Diagnosis d = result->diagnosis;
+  neutralize_diagnosis(d);  // as diagnose and timeline do before any renderer
+  std::vector<std::pair<std::string, std::string>> outputs;  // format -> text
+  TextStyle plain;
+  plain.verbose = true;
+  outputs.push_back({"text", render_text(d, lib, plain)});
+  outputs.push_back({"json", dump_json(diagnosis_to_json(d, lib))});
+  for (const std::string& f : {"github", "markdown", "sarif", "gitlab", "junit"}) {
+    std::ostringstream out;
+    CiRenderOptions co;
+    (void)render_ci(f, d, lib, co, out);
+    outputs.push_back({f, out.str()});
+  }
+  outputs.push_back({"timeline", render_timeline_text(d)});
+  outputs.push_back({"html", render_timeline_html(d, lib)});
+  outputs.push_back({"svg", render_timeline_svg(d, lib)});
+  for (const auto& [format, text] : outputs) {
+    if (!valid_utf8(text)) return format + ": output is not valid UTF-8";
+    for (const char* bad : {"\x1b", "\a", "\xc2\x9b", "\xe2\x80\xae", "\xe2\x81\xa6", "##vso["})
+      if (text.find(bad) != std::string::npos) return format + ": a control, bidi or CI command from the log survived";
+    size_t at = 0;
+    for (size_t nl = 0; at < text.size(); at = nl + 1) {
+      nl = text.find('\n', at);
+      if (nl == std::string::npos) nl = text.size();
+      sv line(text.data() + at, nl - at);
+      if (line.substr(0, 2) == "::" && !(format == "github" && (line.substr(0, 8) == "::error " || line.substr(0, 10) == "::warning " ||
+                                                              line.substr(0, 9) == "::notice " || line.substr(0, 8) == "::group:" ||
+                                                              line.substr(0, 11) == "::endgroup:")))
+        return format + ": a line starts a workflow command: " + std::string(line.substr(0, 60));
+    }
+    if ((format == "json" || format == "sarif" || format == "gitlab") && nlohmann::json::parse(text, nullptr, false).is_discarded())
+      return format + ": does not parse";
+    if ((format == "html" || format == "svg") && (text.find("<script") != std::string::npos || text.find("<img") != std::string::npos))
+      return format + ": markup from the log";
   }
   return "";
 }

@@ -24,4 +24,8 @@ std::string signatures_one(const uint8_t* data, size_t size);
 // JSON (which must parse back). Inputs are split at lines "---8<---" into several files.
 std::string diagnose_one(const uint8_t* data, size_t size);
 
+// Every output format of the diagnosis of a hostile log: nothing from the log drives a terminal
+// or a CI runner, the JSON formats parse, the HTML holds no markup from the log.
+std::string render_one(const uint8_t* data, size_t size);
+
 }  // namespace firstfault::fuzz

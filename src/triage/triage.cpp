@@ -67,7 +67,7 @@ void finish_output(JobOutput& o, Redactor* r, bool want_json, const Library& lib
     for (std::string* s : {&o.rec.job, &o.rec.error, &o.rec.first_error}) *s = r->mask(*s);
   }
   // Job names (file and member names) and log lines are printed to terminals and CI logs.
-  if (o.diagnosis) defuse_diagnosis(*o.diagnosis);
+  if (o.diagnosis) neutralize_diagnosis(*o.diagnosis);
   for (std::string* s : {&o.rec.job, &o.rec.error, &o.rec.first_error}) *s = safe_line(*s);
   if (want_json) {
     json j = o.diagnosis ? diagnosis_to_json(*o.diagnosis, lib) : json::object();

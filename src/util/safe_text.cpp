@@ -150,12 +150,6 @@ void for_each_text(Diagnosis& d, const std::function<void(std::string&)>& fn) {
 }
 
 void neutralize_diagnosis(Diagnosis& d) {
-  for_each_text(d, [](std::string& s) {
-    if (s.find("::") != std::string::npos || s.find("##") != std::string::npos) s = neutralize_ci_commands(s);
-  });
-}
-
-void defuse_diagnosis(Diagnosis& d) {
   for_each_text(d, [](std::string& s) { s = safe_line(s); });
 }
 

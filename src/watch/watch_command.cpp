@@ -93,7 +93,7 @@ void redact_alert(Alert& a, Redactor& r) {
 }
 
 void defuse_alert(Alert& a) {
-  defuse_diagnosis(a.diagnosis);
+  neutralize_diagnosis(a.diagnosis);
   a.reason = safe_line(a.reason);
   if (a.stall) {
     a.stall->last_line = safe_line(a.stall->last_line);

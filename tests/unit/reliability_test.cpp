@@ -930,7 +930,8 @@ TEST_CASE("fuzz regressions: every saved input passes its harness") {
   const std::pair<const char*, Fn> targets[] = {{"reader", fuzz::reader_one},
                                                 {"attribution", fuzz::attribution_one},
                                                 {"signatures", fuzz::signatures_one},
-                                                {"diagnose", fuzz::diagnose_one}};
+                                                {"diagnose", fuzz::diagnose_one},
+                                                {"render", fuzz::render_one}};
   const std::string edges[] = {"", std::string(1, '\0'), "\n", "\r", "\x1f\x8b", "\x28\xb5\x2f\xfd", "BZh9",
                                "\xfd" "7zXZ", "[rank", "id:\n", "patterns:\n  - name: [", "\n---8<---\n"};
   size_t replayed = 0;

@@ -26,11 +26,9 @@ std::string safe_line(std::string_view s);
 // the failure library (titles, fixes) are trusted and not visited.
 void for_each_text(Diagnosis& d, const std::function<void(std::string&)>& fn);
 
-// neutralize_ci_commands on every log-derived string of `d`.
+// safe_line on every log-derived string of `d` (invalid UTF-8 replaced; controls, escapes and
+// bidi controls removed; CI commands broken): every command applies it before any renderer, so
+// no output, JSON included (it is often printed with `jq -r`), carries them.
 void neutralize_diagnosis(Diagnosis& d);
-
-// safe_line on every log-derived string of `d`: for outputs that print those strings where a
-// terminal or a CI runner reads them (triage's table, markdown, csv and jsonl; watch's alerts).
-void defuse_diagnosis(Diagnosis& d);
 
 }  // namespace firstfault
