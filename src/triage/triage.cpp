@@ -45,6 +45,7 @@ JobRecord record_of(const std::string& job, const Diagnosis& d) {
   }
   r.action = action_kind_name(d.action.kind);
   r.rank = d.initiating.rank;
+  if (d.verdict == "diagnosed" && plausible_host(d.initiating.host)) r.host = d.initiating.host;
   if (d.first_error) r.first_error = d.first_error->text;
   for (const auto& in : d.inputs) r.bytes += in.bytes;
   r.skipped = d.skipped_inputs;
@@ -64,11 +65,11 @@ struct JobOutput {
 void finish_output(JobOutput& o, Redactor* r, bool want_json, const Library& lib) {
   if (r) {
     if (o.diagnosis) redact_diagnosis(*o.diagnosis, *r);  // first: it knows the job's hosts
-    for (std::string* s : {&o.rec.job, &o.rec.error, &o.rec.first_error}) *s = r->mask(*s);
+    for (std::string* s : {&o.rec.job, &o.rec.error, &o.rec.first_error, &o.rec.host}) *s = r->mask(*s);
   }
   // Job names (file and member names) and log lines are printed to terminals and CI logs.
   if (o.diagnosis) neutralize_diagnosis(*o.diagnosis);
-  for (std::string* s : {&o.rec.job, &o.rec.error, &o.rec.first_error}) *s = safe_line(*s);
+  for (std::string* s : {&o.rec.job, &o.rec.error, &o.rec.first_error, &o.rec.host}) *s = safe_line(*s);
   if (want_json) {
     json j = o.diagnosis ? diagnosis_to_json(*o.diagnosis, lib) : json::object();
     j["type"] = "job";
@@ -159,6 +160,14 @@ struct Summary {
   };
   std::vector<Cluster> clusters;
   std::vector<std::pair<std::string, std::string>> error_rows;
+  // The fleet view: hosts that initiated failures, most first (a node that starts many
+  // failures is suspect whatever the entries say), with the entries seen there.
+  struct Host {
+    std::string host;
+    size_t count = 0;
+    std::set<std::string> entries;
+  };
+  std::vector<Host> hosts;
 };
 
 // Builds the summary one job at a time (in output order), so a run keeps counts, a few
@@ -187,6 +196,12 @@ class SummaryBuilder {
         g.action = r.action;
       }
       if (g.examples.size() < 3) g.examples.push_back(r.job);
+      if (!r.host.empty()) {
+        auto& h = hosts_[r.host];
+        h.host = r.host;
+        ++h.count;
+        if (h.entries.size() < 8) h.entries.insert(r.id);
+      }
     } else {
       ++(r.verdict == "clean" ? s_.clean : r.verdict == "incomplete" ? s_.incomplete : s_.unrecognized);
       if (r.verdict == "unrecognized") {
@@ -208,6 +223,8 @@ class SummaryBuilder {
       if (a.severity != b.severity) return severity_rank(a.severity) < severity_rank(b.severity);
       return a.id < b.id;
     });
+    for (auto& [k, h] : hosts_) s_.hosts.push_back(std::move(h));
+    std::stable_sort(s_.hosts.begin(), s_.hosts.end(), [](const auto& a, const auto& b) { return a.count > b.count; });
     for (auto& [k, c] : clusters_) s_.clusters.push_back(std::move(c));
     std::sort(s_.clusters.begin(), s_.clusters.end(), [](const auto& a, const auto& b) {
       return a.count != b.count ? a.count > b.count : a.templ < b.templ;
@@ -219,6 +236,7 @@ class SummaryBuilder {
   Summary s_;
   std::map<std::string, Summary::Group> groups_;
   std::map<std::string, Summary::Cluster> clusters_;
+  std::map<std::string, Summary::Host> hosts_;
 };
 
 json summary_json(const Summary& s) {
@@ -232,9 +250,11 @@ json summary_json(const Summary& s) {
     clusters.push_back({{"template", c.templ}, {"count", c.count}, {"example_job", c.example_job},
                         {"example_line", sanitize_utf8(c.example_line)}});
   for (const auto& [j, e] : s.error_rows) errors.push_back({{"job", j}, {"error", e}});
+  json hosts = json::array();
+  for (const auto& h : s.hosts) hosts.push_back({{"host", h.host}, {"jobs", h.count}, {"entries", h.entries}});
   return {{"type", "summary"},  {"jobs", s.jobs},     {"diagnosed", s.diagnosed}, {"unrecognized", s.unrecognized},
           {"incomplete", s.incomplete}, {"clean", s.clean},   {"errors", s.errors}, {"partial", s.partial}, {"bytes", s.bytes},         {"skipped_binary", s.skipped}, {"failures", groups},
-          {"unrecognized_clusters", clusters}, {"error_rows", errors}};
+          {"unrecognized_clusters", clusters}, {"error_rows", errors}, {"initiating_hosts", hosts}};
 }
 
 // `action` comes last so that readers indexing the older columns by position keep working.
@@ -244,6 +264,21 @@ void write_csv_row(const JobRecord& r, const TriageOptions& o, std::ostream& out
   if (o.unknown_only && r.verdict != "unrecognized") return;
   out << csv_cell(safe_line(r.job)) << ',' << r.verdict << ',' << r.id << ',' << r.category << ',' << r.severity << ','
       << (r.rank ? std::to_string(*r.rank) : "") << ',' << csv_cell(safe_line(r.error)) << ',' << r.action << "\n";
+}
+
+// The fleet view: hosts that initiated the diagnosed failures, most first; shown when a host
+// initiated more than one (one failure per host says nothing about the hosts).
+void render_hosts(const Summary& s, bool md, std::ostream& out) {
+  if (s.hosts.empty() || s.hosts.front().count < 2) return;
+  out << (md ? "## Initiating hosts (a node that starts many failures is suspect)\n\n| jobs | host | entries |\n|---:|---|---|\n"
+             : "Initiating hosts (a node that starts many failures is suspect):\n");
+  for (size_t i = 0; i < s.hosts.size() && i < 20; ++i) {
+    const auto& h = s.hosts[i];
+    std::string entries = fmt::format("{}", fmt::join(h.entries, ", "));
+    if (md) out << fmt::format("| {} | {} | {} |\n", h.count, markdown_code(safe_line(h.host), true), markdown_cell(entries));
+    else out << fmt::format("{:>6}  {:<24} {}\n", h.count, safe_line(h.host), entries);
+  }
+  out << "\n";
 }
 
 // The grouped summary (table, markdown); csv and jsonl rows are written job by job.
@@ -270,6 +305,7 @@ void render_summary(const Summary& s, const TriageOptions& o, std::ostream& out)
     }
     out << "\n";
   }
+  render_hosts(s, md, out);
   if (!s.clusters.empty()) {
     out << (md ? "## Unrecognized failures, by first error line\n\n" : "Unrecognized failures, by first error line (write an entry for the biggest):\n");
     for (const auto& c : s.clusters) {
@@ -305,6 +341,9 @@ JobRecord record_of_json(const json& j) {
     r.severity = d.value("severity", "");
     if (d.contains("initiating_rank") && d["initiating_rank"].is_number_integer())
       r.rank = d["initiating_rank"].get<int>();
+    if (r.verdict == "diagnosed" && d.contains("initiating_host") && d["initiating_host"].is_string() &&
+        plausible_host(d["initiating_host"].get<std::string>()))
+      r.host = d["initiating_host"].get<std::string>();
   }
   if (j.contains("action") && j["action"].is_object()) r.action = j["action"].value("kind", "");
   if (j.contains("first_error") && j["first_error"].is_object()) r.first_error = j["first_error"].value("text", "");

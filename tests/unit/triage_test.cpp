@@ -301,6 +301,35 @@ TEST_CASE("triage: hostile job names and log lines stay text in every format, an
   CHECK(md.substr(row, img - row).find("`") != std::string::npos);
 }
 
+TEST_CASE("triage: the fleet view ranks the hosts that initiated failures, in every summary and after a merge") {
+  test::TempDir dir;
+  for (const char* job : {"a", "b", "c"}) dir.write(std::string("jobs/") + job + "/node.log", kb("xid-79-gpu-fell-off-bus"));
+  dir.write("jobs/d/out.log", kb("cuda-oom"));  // no host named: not counted
+  auto run = [&](const std::string& format, std::vector<std::string> merge = {}) {
+    TriageOptions o;
+    o.paths = merge.empty() ? std::vector<std::string>{dir.path() + "/jobs"} : std::vector<std::string>{};
+    o.merge = std::move(merge);
+    o.format = format;
+    o.progress = false;
+    std::ostringstream out;
+    run_triage(o, out);
+    return out.str();
+  };
+  std::string table = run("table");
+  INFO(table);
+  CHECK_THAT(table, Catch::Contains("Initiating hosts (a node that starts many failures is suspect):"));
+  CHECK_THAT(table, Catch::Contains("     3  gpu-a17"));
+  // Markdown masks by default (a CI summary): the host is counted under its pseudonym.
+  CHECK_THAT(run("markdown"), Catch::Contains("| 3 | `host-1` | xid-79-gpu-fell-off-bus |"));
+  std::string jsonl = run("jsonl");
+  dir.write("shard.jsonl", jsonl);
+  auto summary = nlohmann::json::parse(jsonl.substr(jsonl.rfind("\n", jsonl.size() - 2) + 1));
+  REQUIRE(summary["initiating_hosts"].size() == 1);
+  CHECK(summary["initiating_hosts"][0]["host"] == "gpu-a17");
+  CHECK(summary["initiating_hosts"][0]["jobs"] == 3);
+  CHECK_THAT(run("table", {dir.path() + "/shard.jsonl"}), Catch::Contains("     3  gpu-a17"));
+}
+
 TEST_CASE("line_template masks what varies between occurrences of a message") {
   CHECK(line_template("KeyError: 'labels_123'") == "KeyError: '<*>'");
   CHECK(line_template("Connect to 10.0.0.7<41234> failed after 3 tries at 0x7f3c") == "Connect to <ip> failed after <*> tries at <hex>");

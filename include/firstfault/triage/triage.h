@@ -37,6 +37,7 @@ struct JobRecord {
   std::string id, title, category, severity;
   std::string action;  // the action's kind (investigate when nothing was recognised; "" for errors)
   std::optional<int> rank;
+  std::string host;         // the initiating rank's host, when the log names it (the fleet view)
   std::string first_error;  // first error-looking line, for clustering unrecognised jobs
   std::string error;        // set when the job could not be read
   uint64_t bytes = 0;
