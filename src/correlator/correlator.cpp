@@ -218,7 +218,6 @@ bool Correlator::store_event(Event&& ev) {
       note_dropped(def);
       return false;
     }
-    seen.insert(ev.rank);
     if (ev.text.size() > kEventTextOverBudget) {
       ev.text = truncate_utf8(ev.text, kEventTextOverBudget);
       ev.text.shrink_to_fit();
@@ -229,14 +228,18 @@ bool Correlator::store_event(Event&& ev) {
     ++texts_cut_;
   }
   event_bytes_ += event_cost(ev);
-  if (!ranks_stored_.empty() && !ranks_stored_[def].empty()) ranks_stored_[def].insert(ev.rank);
+  if (!ranks_stored_.empty()) ranks_stored_[def].insert(ev.rank);  // built for this pattern when first past the budget
   list.push_back(std::move(ev));
   return true;
 }
 
 int64_t Correlator::time_key(const Timestamp& t) const {
-  if (t.kind == Timestamp::kNoYear && ref_year_) return with_year(t, ref_year_).ms;
+  return in_job_year(t).ms;
   return t.ms;
+}
+
+Timestamp Correlator::in_job_year(const Timestamp& t) const {
+  return t.kind == Timestamp::kNoYear && ref_year_ ? with_year(t, ref_year_) : t;
 }
 
 bool Correlator::earlier(const Event& a, const Event& b) const {
@@ -412,7 +415,7 @@ Evidence Correlator::to_evidence(const Event& ev, const std::string& pattern, Ro
   e.line = ev.line;
   e.rank = ev.rank;
   e.host = ev.host;
-  e.time = ev.time.kind == Timestamp::kNoYear && ref_year_ ? with_year(ev.time, ref_year_) : ev.time;
+  e.time = in_job_year(ev.time);
   e.text = ev.text;
   e.captures = ev.captures;
   return e;

@@ -147,18 +147,8 @@ void Correlator::note_outside_end(Diagnosis& d, const OutsideEnd& ended) const {
   if (d.evidence.size() > 12) d.evidence.pop_back();
   // Where to look: the initiating rank's last progress line, not the scheduler's.
   auto it = d.initiating.rank ? ranks_.find(*d.initiating.rank) : ranks_.end();
-  if (it == ranks_.end() || it->second.last_progress.empty()) return;
-  const RankState& rs = it->second;
-  Evidence e;
-  e.pattern = "last progress line";
-  e.role = "context";
-  e.file = rs.progress_input < inputs_.size() ? inputs_[rs.progress_input].path : "";
-  e.line = rs.progress_line_no;
-  e.rank = it->first;
-  e.host = rs.host;
-  e.time = rs.progress_time.kind == Timestamp::kNoYear && ref_year_ ? with_year(rs.progress_time, ref_year_) : rs.progress_time;
-  e.text = rs.last_progress;
-  d.initiating.first_evidence = e;
+  if (it != ranks_.end() && !it->second.last_progress.empty())
+    d.initiating.first_evidence = last_progress_evidence(it->first, it->second);
 }
 
 // Evidence: root hits first (earliest first), then cascade, context, teardown; capped.
@@ -218,7 +208,7 @@ void Correlator::summarise_ranks(Diagnosis& d) const {
       s.last_file = last->input < inputs_.size() ? inputs_[last->input].path : "";
       s.last_line_no = last->line_no;
     }
-    s.last_time = rs.last_time.kind == Timestamp::kNoYear && ref_year_ ? with_year(rs.last_time, ref_year_) : rs.last_time;
+    s.last_time = in_job_year(rs.last_time);
     s.last_step = rs.last_step;
     s.last_progress = rs.last_progress;
     const First* first = nullptr;

@@ -208,13 +208,18 @@ std::optional<Correlator::Hits> Correlator::hang_from_silence() const {
     }
   for (const auto& [r, rs] : ranks_)
     if (rs.last_step >= 0 && rs.last_step < max_step) ++behind;
+  if (with_progress < 2 || behind < 1 || behind * 2 >= with_progress) return std::nullopt;
+  return silent_hang(behind == 1 ? 0.5 : 0.3);
+}
+
+std::optional<Correlator::Hits> Correlator::silent_hang(double confidence) const {
   const Entry* hang = lib_.find_entry("training-hang-silent");
-  if (!hang || with_progress < 2 || behind < 1 || behind * 2 >= with_progress) return std::nullopt;
+  if (!hang) return std::nullopt;
   Hits h;
   h.entry = hang;
   h.by_ref.resize(hang->refs.size());
   h.supported = true;
-  h.confidence = behind == 1 ? 0.5 : 0.3;
+  h.confidence = confidence;
   return h;
 }
 

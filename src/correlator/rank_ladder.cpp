@@ -231,8 +231,7 @@ std::optional<Evidence> Correlator::RankLadder::last_line_of(int rank) const {
   e.line = last->line_no;
   e.rank = rank;
   e.host = it->second.host;
-  e.time = it->second.last_time.kind == Timestamp::kNoYear && c_.ref_year_ ? with_year(it->second.last_time, c_.ref_year_)
-                                                                           : it->second.last_time;
+  e.time = c_.in_job_year(it->second.last_time);
   e.text = last->text;
   return e;
 }

@@ -62,30 +62,30 @@ std::optional<StoppedRun> Correlator::stopped_run() const {
   if (!newest && unranked_.progress_at_end) newest = &unranked_;
   if (!newest) return std::nullopt;
 
-  auto rebased = [&](const Timestamp& t) { return t.kind == Timestamp::kNoYear && ref_year_ ? with_year(t, ref_year_) : t; };
-  Evidence& e = s.last_progress;
-  e.pattern = "last progress line";
-  e.role = "context";
-  e.file = newest->progress_input < inputs_.size() ? inputs_[newest->progress_input].path : "";
-  e.line = newest->progress_line_no;
-  e.rank = newest_rank;
-  e.host = newest->host;
-  e.text = newest->last_progress;
-  e.time = rebased(newest->progress_time);
+  s.last_progress = last_progress_evidence(newest_rank, *newest);
   s.idle_minutes = (idlest->last_time.ms - idlest->progress_time.ms) / 60000;
-  if (first_time_.valid()) s.first_time = rebased(first_time_);
+  if (first_time_.valid()) s.first_time = in_job_year(first_time_);
   Timestamp last;
   for (const auto& [r, rs] : ranks_)
     if (rs.last_time.valid() && (!last.valid() || (rs.last_time.kind == last.kind && rs.last_time.ms > last.ms))) last = rs.last_time;
   if (unranked_.last_time.valid() && (!last.valid() || (unranked_.last_time.kind == last.kind && unranked_.last_time.ms > last.ms)))
     last = unranked_.last_time;
-  if (last.valid()) s.last_time = rebased(last);
+  if (last.valid()) s.last_time = in_job_year(last);
   return s;
 }
 
-}  // namespace firstfault
-
-namespace firstfault {
+Evidence Correlator::last_progress_evidence(int rank, const RankState& rs) const {
+  Evidence e;
+  e.pattern = "last progress line";
+  e.role = "context";
+  e.file = rs.progress_input < inputs_.size() ? inputs_[rs.progress_input].path : "";
+  e.line = rs.progress_line_no;
+  e.rank = rank;
+  e.host = rs.host;
+  e.text = rs.last_progress;
+  e.time = in_job_year(rs.progress_time);
+  return e;
+}
 
 namespace {
 // A job that printed progress every few seconds and then nothing for half an hour was not
@@ -110,10 +110,9 @@ Timestamp stated_time(const Event& ev) {
 
 std::optional<Correlator::OutsideEnd> Correlator::hang_before_outside_end(std::vector<Hits>& all) const {
   if (all.empty() || !all.front().entry->ends_job_from_outside || !all.front().first_root) return std::nullopt;
-  const Entry* hang = lib_.find_entry("training-hang-silent");
   const Event& end = *all.front().first_root;
   const Timestamp end_time = stated_time(end);
-  if (!hang || !end_time.valid() || end_time.kind == Timestamp::kBoot) return std::nullopt;
+  if (!silent_hang(0) || !end_time.valid() || end_time.kind == Timestamp::kBoot) return std::nullopt;
   const RankState* newest = nullptr;
   int64_t interval = 0;
   auto consider = [&](const RankState& rs) {
@@ -132,12 +131,7 @@ std::optional<Correlator::OutsideEnd> Correlator::hang_before_outside_end(std::v
   out.end_line = to_evidence(end, lib_.patterns[end.def].name, Role::kContext);
   out.idle_minutes = idle / 60000;
   out.threshold_minutes = threshold / 60000;
-  Hits h;
-  h.entry = hang;
-  h.by_ref.resize(hang->refs.size());
-  h.supported = true;
-  h.confidence = 0.6;
-  all.insert(all.begin(), std::move(h));
+  all.insert(all.begin(), std::move(*silent_hang(0.6)));
   return out;
 }
 

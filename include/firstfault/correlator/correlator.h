@@ -156,6 +156,10 @@ class Correlator {
   void keep_last(RankState& rs, std::string& text, std::string_view& pending, std::string_view line, bool view_lasts);
   void resolve_times_and_ranks();
   int64_t time_key(const Timestamp& t) const;
+  // A year-less time moved into the job's year once one is known (else as printed).
+  Timestamp in_job_year(const Timestamp& t) const;
+  // A rank's (or the unranked lines') last progress line as evidence, where to look in a stopped run.
+  Evidence last_progress_evidence(int rank, const RankState& rs) const;
   bool earlier(const Event& a, const Event& b) const;
   // The job's error lines (error_exception_line, error_fatal_line) and which of them are
   // harmless: error_benign_line, the exception closing a traceback under Python's
@@ -193,6 +197,8 @@ class Correlator {
   void rank_entries(std::vector<Hits>& all) const;
   void keep_generic_only_without_specific(std::vector<Hits>& all) const;
   std::optional<Hits> hang_from_silence() const;
+  // The silent-hang entry as a supported candidate with `confidence` (hang_from_silence, outside ends).
+  std::optional<Hits> silent_hang(double confidence) const;
   Collectives analyse_collectives() const;  // collectives.cpp
   LauncherVerdict launcher_verdict() const;
   void explain_unrecognized(Diagnosis& d, const ErrorLines& errors, const LauncherVerdict& launcher,
