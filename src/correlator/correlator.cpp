@@ -228,7 +228,8 @@ bool Correlator::store_event(Event&& ev) {
     ++texts_cut_;
   }
   event_bytes_ += event_cost(ev);
-  if (!ranks_stored_.empty()) ranks_stored_[def].insert(ev.rank);  // built for this pattern when first past the budget
+  // Kept once built (the pattern's first event past the budget builds it from the stored list).
+  if (!ranks_stored_.empty() && !ranks_stored_[def].empty()) ranks_stored_[def].insert(ev.rank);
   list.push_back(std::move(ev));
   return true;
 }
