@@ -1,3 +1,6 @@
+#include <cctype>
+#include <set>
+
 #include <fmt/format.h>
 
 #include "firstfault/render/render.h"
@@ -96,6 +99,29 @@ std::string action_phrase(const Action& a, const std::function<std::string(const
   return gpus.empty() ? s : s + " (" + gpus + ")";
 }
 
+// Values the entry's patterns captured (the library a crash is in, an address, a file): what a
+// reader needs next after the first line, from the initiating event and its context. Rank bookkeeping captures are the correlator's, not
+// the reader's, and are left out; the first value of each name wins, a handful at most.
+std::string notable_details(const Diagnosis& d) {
+  static const std::set<std::string> bookkeeping = {
+      "rank", "local_rank", "self_rank", "peer_rank", "reference_rank", "ready_ranks", "missing_ranks",
+      "pid", "step", "timeout_ms", "ran_ms", "at", "seq", "enqueued", "completed", "op", "pg", "host", "exitcode"};
+  constexpr size_t kMaxDetails = 5;
+  std::vector<std::string> shown;
+  std::set<std::string> names;
+  for (const auto& ev : d.evidence) {
+    if (ev.role == "teardown" || ev.role == "cascade") continue;  // what the other ranks saw
+    for (const auto& [name, value] : ev.captures) {
+      // a trailing digit marks a pattern's second spelling of a capture (pid2, mib2), not a new fact
+      bool alternate = !name.empty() && std::isdigit(static_cast<unsigned char>(name.back()));
+      if (value.empty() || alternate || bookkeeping.count(name) || !names.insert(name).second) continue;
+      shown.push_back(name + "=" + safe(truncate_utf8(value, 120)));
+      if (shown.size() == kMaxDetails) return fmt::format("{}", fmt::join(shown, "  "));
+    }
+  }
+  return fmt::format("{}", fmt::join(shown, "  "));
+}
+
 std::string action_label(const Action& a) { return "Action: " + action_phrase(a) + " — " + safe(a.reason); }
 
 std::string first_error_label(const Evidence& e) {
@@ -189,6 +215,7 @@ std::string render_text(const Diagnosis& d, const Library& lib, const TextStyle&
     out += "    " + safe(truncate_utf8(first->text, 400)) + "\n";
     if (d.traceback && r.first_evidence && d.traceback->exception_line == first->line) render_traceback(out, *d.traceback, "    ");
   }
+  if (std::string details = notable_details(d); !details.empty()) out += "  details: " + details + "\n";
   out += "\n" + paint("1", "Collateral: ") + safe(d.collateral.summary) + "\n\n";
 
   out += paint("1", "Root cause") + "\n";
