@@ -77,11 +77,12 @@ Correlator::Collectives Correlator::analyse_collectives() const {
   // The process group of the stuck collective, when a status line names it: counters of
   // another group (a rank's default PG while an expert-parallel group hung) say nothing about it.
   int64_t stuck_pg = -1;
-  if (auto def = lib_.find_pattern("nccl_work_status"); def && c.seq >= 0)
-    for (const Event& ev : events_by_def_[*def])
-      if (ev.capture("pg") && ev.capture("seq") && to_int(*ev.capture("seq")).value_or(-1) == c.seq)
-        stuck_pg = to_int(*ev.capture("pg")).value_or(-1);
-  for (auto name : {"nccl_work_status", "nccl_dump_signal"}) {
+  for (auto name : {"nccl_work_status", "flight_recorder_pending"})
+    if (auto def = lib_.find_pattern(name); def && c.seq >= 0)
+      for (const Event& ev : events_by_def_[*def])
+        if (ev.capture("pg") && ev.capture("seq") && to_int(*ev.capture("seq")).value_or(-1) == c.seq)
+          stuck_pg = to_int(*ev.capture("pg")).value_or(-1);
+  for (auto name : {"nccl_work_status", "nccl_dump_signal", "flight_recorder_pg_status"}) {
     auto def = lib_.find_pattern(name);
     if (!def) continue;
     for (const Event& ev : events_by_def_[*def]) {

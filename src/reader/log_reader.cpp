@@ -13,6 +13,9 @@
 #include <string>
 #include <vector>
 
+#include <fmt/format.h>
+
+#include "firstfault/reader/flight_recorder.h"
 #include "firstfault/reader/mapped_file.h"
 
 namespace firstfault {
@@ -173,6 +176,25 @@ std::string sniff_compression(const std::string& head) {
   return "";
 }
 
+// A Flight Recorder dump (reader/flight_recorder.h) is one document, not lines: read it whole
+// (bounded), then deliver its text form. `content` holds what was read of it already.
+Status read_flight_recorder(ByteSource& src, std::string content, BlockSink& sink, ReadStats& stats) {
+  char buf[64 * 1024];
+  for (;;) {
+    ssize_t r = src.read(buf, sizeof buf);
+    if (r < 0) return Error{src.error()};
+    if (r == 0) break;
+    stats.bytes += static_cast<uint64_t>(r);
+    if (content.size() + static_cast<size_t>(r) > kMaxFlightRecorderBytes)
+      return Error{fmt::format("Flight Recorder dump larger than {} MiB, not read", kMaxFlightRecorderBytes >> 20)};
+    content.append(buf, static_cast<size_t>(r));
+  }
+  auto text = flight_recorder_to_text(content);
+  if (!text) return Error{text.error().message};
+  if (!text->empty()) sink.on_block(*text);
+  return Status::Ok();
+}
+
 // Splits the byte stream into blocks of complete lines, with a carry for the partial tail.
 class Splitter {
  public:
@@ -187,6 +209,11 @@ class Splitter {
   Status pump(ByteSource& src, ReadStats& stats) {
     if (detect_binary_) {
       Status probe = fill_probe(src, stats);
+      if (probe.ok() && looks_like_flight_recorder_dump(std::string_view(buf_.data(), used_))) {
+        std::string head(buf_.data(), used_);
+        used_ = 0;
+        return read_flight_recorder(src, std::move(head), sink_, stats);
+      }
       if ((stats.binary_at = binary_marker(std::string_view(buf_.data(), used_)))) {
         stats.bytes = 0;
         used_ = 0;
@@ -404,6 +431,13 @@ Status read_input(const InputSource& input, BlockSink& sink, ReadStats& stats) {
   stats.compression = sniff_compression(head);
 
   if (stats.compression.empty()) {
+    if (looks_like_flight_recorder_dump(head)) {
+      FdSource raw(fd, "");
+      stats.bytes = head.size();
+      Status s = read_flight_recorder(raw, std::move(head), sink, stats);
+      stats.compressed_bytes = stats.bytes;
+      return s;
+    }
     if ((stats.binary_at = binary_marker(head))) return Status::Ok();
     Status s = read_plain(fd, !input.is_stdin, head, sink, stats);
     stats.compressed_bytes = stats.bytes;
