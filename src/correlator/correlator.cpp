@@ -301,7 +301,33 @@ Correlator::ErrorLines Correlator::error_lines() const {
         if (e.is_benign(*closing)) mark_block(h, *closing);
         e.benign.insert({h.input, h.line});
       }
+  add_headless_tracebacks(e, kTracebackLines);
   return e;
+}
+
+// Traceback frames a paste kept without their header and without the exception that closed
+// them (a log cut at both ends, processes' tracebacks interleaved line by line): still a crash
+// report. The first frame of each such run counts as an error line.
+void Correlator::add_headless_tracebacks(ErrorLines& e, uint64_t window) const {
+  auto frame_def = lib_.find_pattern("py_traceback_frame");
+  if (!frame_def) return;
+  std::set<std::pair<uint32_t, uint64_t>> headers, exceptions;
+  for (auto [name, into] : {std::pair{"py_traceback_header", &headers}, std::pair{"error_exception_line", &exceptions}})
+    if (auto def = lib_.find_pattern(name))
+      for (const Event& ev : events_by_def_[*def]) into->insert({ev.input, ev.line});
+  auto any_in = [](const std::set<std::pair<uint32_t, uint64_t>>& lines, uint32_t input, uint64_t from, uint64_t to) {
+    auto it = lines.lower_bound({input, from});
+    return it != lines.end() && it->first == input && it->second <= to;
+  };
+  std::pair<uint32_t, uint64_t> last_counted{UINT32_MAX, 0};
+  for (const Event& ev : events_by_def_[*frame_def]) {
+    if (last_counted.first == ev.input && ev.line <= last_counted.second + window) continue;  // same run
+    uint64_t from = ev.line > window ? ev.line - window : 0;
+    if (any_in(headers, ev.input, from, ev.line) || any_in(exceptions, ev.input, ev.line, ev.line + window)) continue;
+    e.lines.push_back(&ev);
+    e.error_at.insert({ev.input, ev.line});
+    last_counted = {ev.input, ev.line};
+  }
 }
 
 void Correlator::keep_earliest(std::map<int, const Event*>& by_rank, const Event& ev) const {

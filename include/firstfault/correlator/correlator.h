@@ -173,6 +173,7 @@ class Correlator {
     bool is_error(const Event& ev) const { return error_at.count({ev.input, ev.line}) > 0; }
   };
   ErrorLines error_lines() const;
+  void add_headless_tracebacks(ErrorLines& e, uint64_t window) const;
   // Keeps in by_rank[ev.rank] the earlier of ev and what is there.
   void keep_earliest(std::map<int, const Event*>& by_rank, const Event& ev) const;
   // Each rank's first error line of its own: one that no cascade or teardown pattern claims,
