@@ -154,6 +154,18 @@ Correlator::LauncherVerdict Correlator::launcher_verdict() const {
   };
   first_ranked("mpirun_noticed_rank", "mpirun's \"noticed that process rank\" line");
   first_ranked("mpirun_first_failed", "mpirun's first failed process");
+  // torchrun's agent logs "failed (exitcode: N) local_rank: K" for the worker whose failure it saw
+  // first; its local rank is the job's rank when the job shows one host (the event's rank then).
+  if (auto def = lib_.find_pattern("elastic_child_failed"); def && !v.rank) {
+    const Event* first = nullptr;
+    for (const Event& ev : events_by_def_[*def])
+      if (ev.rank >= 0 && (!first || earlier(ev, *first))) first = &ev;
+    if (first) {
+      v.rank = first->rank;
+      v.name = "torchrun's first \"failed (exitcode: ...) local_rank\" line";
+      v.event = first;
+    }
+  }
   if (v.rank && *v.rank < 0) v.rank.reset();
   if (auto rk = lib_.find_pattern("elastic_root_cause_rank"))
     for (const Event& r : events_by_def_[*rk])
