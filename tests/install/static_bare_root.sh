@@ -29,8 +29,8 @@ gzip -c "$src/testdata/kb/cuda-oom.log" > "$root/job/oom.log.gz"
 echo "bare root: $(find "$root" -type f | sed "s|$root||" | tr '\n' ' ')"
 
 out=$(chroot "$root" /firstfault diagnose --format json /job/job.log) || true
-echo "$out" | grep -q '"id": "xid-79-gpu-fell-off-bus"' || fail "no Xid 79 diagnosis in the bare root: $out"
+grep -q '"id": "xid-79-gpu-fell-off-bus"' <<< "$out" || fail "no Xid 79 diagnosis in the bare root: $out"
 out=$(chroot "$root" /firstfault /job/oom.log.gz) || true
-echo "$out" | grep -q '\[cuda-oom\]' || fail "no diagnosis of a gzip log in the bare root (libarchive's codecs): $out"
+grep -q '\[cuda-oom\]' <<< "$out" || fail "no diagnosis of a gzip log in the bare root (libarchive's codecs): $out"
 chroot "$root" /firstfault --version
 echo "PASS: the static binary diagnoses in a root with only glibc"

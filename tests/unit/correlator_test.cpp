@@ -584,7 +584,7 @@ TEST_CASE("correlator: a GPU fault in the node's kernel log explains the rank's 
       "[rank5]: For debugging consider passing CUDA_LAUNCH_BLOCKING=1\n";
   // An Xid number no specific entry knows: the generic Xid entry, which would otherwise give way
   // to any specific entry, is the diagnosis because it explains the symptom.
-  std::string kern = "[Thu Nov  7 10:02:45 2024] NVRM: Xid (PCI:0000:bd:00): 137, pid=48213, name=python, NVLink: fatal\n";
+  std::string kern = "[Thu Nov  7 10:02:45 2024] NVRM: Xid (PCI:0000:bd:00): 168, pid=48213, name=python, Ch 00000010\n";
   Diagnosis d = analyze_paths({f.dir.write("job.log", job), f.dir.write("node-12.dmesg", kern)}, f.matcher, {}).diagnosis;
   REQUIRE(d.entry);
   CHECK(d.entry->id == "generic-gpu-xid");
