@@ -134,8 +134,9 @@ int run_diagnose(const DiagnoseOptions& o, std::ostream& out) {
   JobResult r = analyze_paths(o.paths, matcher, ao);
   // Ingress: mask (when on) and defuse CI commands before anything is printed, stderr included,
   // so no renderer can leak or replay what the log held.
-  bool redact = o.redact.value_or(redacts_by_default(o.format));
-  Redactor redactor;
+  const RedactLevel level = o.redact.value_or(default_redact_level(o.format));
+  const bool redact = level != RedactLevel::kNone;
+  Redactor redactor(level);
   if (redact) redact_diagnosis(r.diagnosis, redactor);
   neutralize_diagnosis(r.diagnosis);
   auto shown = [&](const std::string& s) { return safe_line(redact ? redactor.mask(s) : s); };
@@ -152,6 +153,7 @@ int run_diagnose(const DiagnoseOptions& o, std::ostream& out) {
     // CI reports are written even when no input was readable: they carry the input errors.
     CiRenderOptions co;
     co.redacted = redact;
+    co.redaction = level;
     if (const char* summary = std::getenv("GITHUB_STEP_SUMMARY"); summary && o.format == "github")
       co.github_step_summary = summary;
     if (Status s = render_ci(o.format, r.diagnosis, *lib, co, out); !s.ok()) {

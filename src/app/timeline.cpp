@@ -30,8 +30,9 @@ int run_timeline(const TimelineOptions& o, std::ostream& out) {
   const Matcher& matcher = *engine->matcher;
   JobResult r = analyze_paths(o.paths, matcher, ao);
   // As in diagnose: masked once, before anything (stderr included) is printed, so both formats are covered.
-  bool redact = o.redact.value_or(redacts_by_default(o.format));
-  Redactor redactor;
+  const RedactLevel level = o.redact.value_or(default_redact_level(o.format));
+  const bool redact = level != RedactLevel::kNone;
+  Redactor redactor(level);
   if (redact) redact_diagnosis(r.diagnosis, redactor);
   neutralize_diagnosis(r.diagnosis);  // as diagnose: the JSON is often echoed into CI logs
   auto shown = [&](const std::string& s) { return safe_line(redact ? redactor.mask(s) : s); };

@@ -142,14 +142,29 @@ int main(int argc, char** argv) {
   bool show_man = false;
   app.add_flag("--help-man", show_man, "Print the man page (roff), generated from this definition")->group("");
 
-  // --redact/--no-redact. Without either the option stays unset and the format's default applies.
+  // --redact[=LEVEL]/--no-redact. A flag whose value comes only after '=' (as ripgrep's
+  // --color=WHEN), so `--redact job.log` never reads the log's name as a level. Without either
+  // the option stays unset and the format's default applies.
   struct RedactFlag {
-    bool on = false;
+    std::string level;
     CLI::Option* flag = nullptr;
-    std::optional<bool> value() const { return flag->count() > 0 ? std::optional<bool>(on) : std::nullopt; }
+    std::optional<RedactLevel> value() const {
+      return flag->count() > 0 ? parse_redact_level(level) : std::nullopt;
+    }
+  };
+  // `--redact pii job.log` reads "pii" as a path: say how the level is written, once.
+  auto hint_redact_level = [](const RedactFlag& f, const std::vector<std::string>& paths) {
+    if (f.flag->count() == 0) return;
+    for (const auto& p : paths)
+      if (parse_redact_level(p) && !std::filesystem::exists(p))
+        fmt::print(stderr, "firstfault: '{}' was read as a path; a masking level is written --redact={}\n", p, p);
   };
   auto add_redact = [](CLI::App* sub, RedactFlag& f, const std::string& help) {
-    f.flag = sub->add_flag("--redact,!--no-redact", f.on, "Mask hosts, IPs, e-mails, user names and secrets" + help);
+    f.flag = sub->add_flag("--redact{all},!--no-redact{none}", f.level,
+                           "Mask secrets; =pii also e-mails and user names; =all (the default of a bare --redact) "
+                           "also hosts and IPs" + help)
+                 ->check(CLI::IsMember({"none", "secrets", "pii", "all"}))
+                 ->type_name("[=LEVEL]");
   };
 
   CommonOptions common;
@@ -171,7 +186,7 @@ int main(int argc, char** argv) {
                    "(e.g. stop,investigate: fail unless the job may be restarted)")
       ->check(fail_on_validator());
   RedactFlag diag_redact;
-  add_redact(diag, diag_redact, " (default: on for github, gitlab, sarif, junit, markdown)");
+  add_redact(diag, diag_redact, " (default: pii for github, gitlab, sarif, junit, markdown, none otherwise)");
   diag->add_option("--color", dopt.color, "Colour: auto, always, never")->check(CLI::IsMember({"auto", "always", "never"}));
   diag->add_option("--rank-from", dopt.rank_from, "Regex with one capture group that takes the rank from a file path")
       ->type_name("REGEX");
@@ -266,7 +281,7 @@ int main(int argc, char** argv) {
   triage->add_option("--rank-from", tropt.rank_from, "Regex with one capture group that takes the rank from a file path");
   triage->add_flag("!--no-progress", tropt.progress, "No progress bar on stderr");
   RedactFlag triage_redact;
-  add_redact(triage, triage_redact, " (default: on for markdown)");
+  add_redact(triage, triage_redact, " (default: pii for markdown, none otherwise)");
   add_file_choice(triage, tropt.files);
   add_common(triage);
 
@@ -290,11 +305,13 @@ int main(int argc, char** argv) {
     if (*triage) {
       tropt.common = common;
       tropt.redact = triage_redact.value();
+      hint_redact_level(triage_redact, tropt.paths);
       return run_triage(tropt, std::cout);
     }
     if (*diag) {
       dopt.common = common;
       dopt.redact = diag_redact.value();
+      hint_redact_level(diag_redact, dopt.paths);
       return run_diagnose(dopt, std::cout);
     }
     if (*check) {
@@ -317,11 +334,13 @@ int main(int argc, char** argv) {
     if (*timeline) {
       topt.common = common;
       topt.redact = timeline_redact.value();
+      hint_redact_level(timeline_redact, topt.paths);
       return run_timeline(topt, std::cout);
     }
     if (*watch) {
       wopt.common = common;
       wopt.redact = watch_redact.value();
+      hint_redact_level(watch_redact, wopt.paths);
       return run_watch(wopt, std::cout);
     }
     if (*completions) {

@@ -225,7 +225,7 @@ json render_sarif(const Diagnosis& d, const Library& lib, const CiRenderOptions&
                   {"rules", rules}}}}},
               {"invocations", json::array({invocation})},
               {"results", results},
-              {"properties", {{"verdict", d.verdict}, {"lines", d.total_lines}, {"redacted", o.redacted}}}};
+              {"properties", {{"verdict", d.verdict}, {"lines", d.total_lines}, {"redacted", o.redacted}, {"redaction", std::string(redact_level_name(o.redacted ? o.redaction : RedactLevel::kNone))}}}};
   return {{"$schema", kSarifSchema}, {"version", "2.1.0"}, {"runs", json::array({run})}};
 }
 

@@ -23,9 +23,10 @@ bool is_diagnose_format(std::string_view f) {
   return std::find(kDiagnoseFormats.begin(), kDiagnoseFormats.end(), f) != kDiagnoseFormats.end();
 }
 bool is_ci_format(std::string_view f) { return is_diagnose_format(f) && f != "text" && f != "json"; }
-// What leaves the machine (annotations, reports, PR comments) is masked unless asked not to;
-// the terminal and JSON (a local, programmatic view) are not.
-bool redacts_by_default(std::string_view f) { return is_ci_format(f); }
+// What leaves the machine (annotations, reports, PR comments) has its secrets and personal data
+// masked unless asked not to, but keeps host names: on a self-hosted runner the node to drain is
+// the answer. The terminal and JSON (a local, programmatic view) are not masked.
+RedactLevel default_redact_level(std::string_view f) { return is_ci_format(f) ? RedactLevel::kPii : RedactLevel::kNone; }
 
 namespace ci {
 
@@ -202,8 +203,10 @@ std::string md_action(const Action& a, bool in_table = false) {
 }
 
 std::string redaction_note(const CiRenderOptions& o) {
-  return o.redacted ? "hosts, IP addresses, e-mail addresses, user names and secrets are masked (--no-redact shows them)"
-                    : "";
+  if (!o.redacted) return "";
+  std::string more = o.redaction == RedactLevel::kAll ? "" : ", --redact=all masks the rest";
+  return fmt::format("{} (--redact={}; --no-redact shows them{})", redact_level_what(o.redaction),
+                     redact_level_name(o.redaction), more);
 }
 
 }  // namespace
@@ -350,6 +353,7 @@ std::string render_junit(const Diagnosis& d, const Library& lib, const CiRenderO
   out += fmt::format("      <property name=\"verdict\" value=\"{}\"/>\n", xml_escape(d.verdict));
   out += fmt::format("      <property name=\"action\" value=\"{}\"/>\n", action_kind_name(d.action.kind));
   out += fmt::format("      <property name=\"redacted\" value=\"{}\"/>\n", o.redacted ? "true" : "false");
+  out += fmt::format("      <property name=\"redaction\" value=\"{}\"/>\n", redact_level_name(o.redacted ? o.redaction : RedactLevel::kNone));
   out += "    </properties>\n";
   for (const auto& c : cases) {
     out += fmt::format("    <testcase classname=\"{}\" name=\"{}\"", xml_escape(c.classname), xml_escape(c.name));

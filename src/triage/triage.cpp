@@ -430,8 +430,9 @@ int run_triage(const TriageOptions& o, std::ostream& out) {
     fmt::print(stderr, "firstfault: unknown --format '{}' (table, jsonl, csv, markdown)\n", o.format);
     return kExitUsage;
   }
-  bool redact = o.redact.value_or(redacts_by_default(o.format));
-  Redactor redactor;
+  const RedactLevel level = o.redact.value_or(default_redact_level(o.format));
+  const bool redact = level != RedactLevel::kNone;
+  Redactor redactor(level);
   SummaryBuilder summary;
   bool csv = o.format == "csv";
   if (!o.merge.empty()) {

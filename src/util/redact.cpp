@@ -19,6 +19,17 @@ namespace {
 // a URL is masked as a secret, an e-mail's domain is not also masked as a host).
 enum Kind { kSecret = 0, kEmail, kHomeUser, kIp, kHost, kUserWord };
 
+// Whether a level masks a kind of span.
+bool masks(RedactLevel level, int kind) {
+  switch (level) {
+    case RedactLevel::kNone: return false;
+    case RedactLevel::kSecrets: return kind == kSecret;
+    case RedactLevel::kPii: return kind == kSecret || kind == kEmail || kind == kHomeUser || kind == kUserWord;
+    case RedactLevel::kAll: return true;
+  }
+  return true;
+}
+
 bool is_alnum(char c) { return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || is_digit(c); }
 bool is_name_char(char c) { return is_alnum(c) || c == '_' || c == '-'; }
 bool is_hex(char c) { return is_digit(c) || (c >= 'a' && c <= 'f') || (c >= 'A' && c <= 'F'); }
@@ -345,6 +356,8 @@ std::string Redactor::mask_learned(std::string_view text) {
   }
   std::vector<Span> spans;
   collect(text, spans);
+  // Spans the level keeps still take part in the overlap rule below, so a host inside an e-mail
+  // is neither masked as a host nor left to hide the e-mail: they are dropped only when printing.
   if (spans.empty()) return std::string(text);
   // Higher-priority kinds first; within a kind, leftmost and then longest.
   std::stable_sort(spans.begin(), spans.end(), [](const Span& a, const Span& b) {
@@ -363,6 +376,7 @@ std::string Redactor::mask_learned(std::string_view text) {
   out.reserve(text.size());
   size_t pos = 0;
   for (const Span* s : taken) {
+    if (!masks(level_, s->kind)) continue;  // kept by this level: copied with the text around it
     out.append(text.substr(pos, s->begin - pos));
     switch (s->kind) {
       case kSecret:
@@ -391,6 +405,34 @@ std::string Redactor::mask_learned(std::string_view text) {
   }
   out.append(text.substr(pos));
   return out;
+}
+
+std::optional<RedactLevel> parse_redact_level(std::string_view name) {
+  if (name == "none") return RedactLevel::kNone;
+  if (name == "secrets") return RedactLevel::kSecrets;
+  if (name == "pii") return RedactLevel::kPii;
+  if (name == "all") return RedactLevel::kAll;
+  return std::nullopt;
+}
+
+std::string_view redact_level_name(RedactLevel level) {
+  switch (level) {
+    case RedactLevel::kNone: return "none";
+    case RedactLevel::kSecrets: return "secrets";
+    case RedactLevel::kPii: return "pii";
+    case RedactLevel::kAll: return "all";
+  }
+  return "all";
+}
+
+std::string_view redact_level_what(RedactLevel level) {
+  switch (level) {
+    case RedactLevel::kNone: return "";
+    case RedactLevel::kSecrets: return "secrets are masked";
+    case RedactLevel::kPii: return "secrets, e-mail addresses and user names are masked; host names and IP addresses are kept";
+    case RedactLevel::kAll: return "hosts, IP addresses, e-mail addresses, user names and secrets are masked";
+  }
+  return "";
 }
 
 RedactCounts redact_diagnosis(Diagnosis& d, Redactor& r) {

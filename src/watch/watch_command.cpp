@@ -184,8 +184,9 @@ int run_watch(const WatchOptions& o, std::ostream& out) {
   auto report = [](const std::string& msg) { fmt::print(stderr, "firstfault: {}\n", msg); };
   // --redact: everything that leaves the process goes through one Redactor first: alerts on
   // stdout, the JSON and environment of --exec, the metrics file and the notices on stderr.
-  bool redact = o.redact.value_or(redacts_by_default(o.format));
-  Redactor redactor;
+  const RedactLevel level = o.redact.value_or(default_redact_level(o.format));
+  const bool redact = level != RedactLevel::kNone;
+  Redactor redactor(level);
   auto notice = [&](const std::string& n) { report(redact ? redactor.mask(n) : n); };
   std::optional<HookRunner> hooks;
   if (!o.exec.empty()) hooks.emplace(o.exec, *exec_timeout, report);

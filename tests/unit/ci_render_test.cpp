@@ -343,13 +343,14 @@ TEST_CASE("ci: Markdown keeps log text in code and cannot be broken out of by ba
   CHECK(mu.find("**Verdict:** unrecognized") != std::string::npos);
   CiRenderOptions red;
   red.redacted = true;
-  CHECK(render_markdown(u, f.lib, red).find("secrets are masked (--no-redact shows them)") != std::string::npos);
+  red.redaction = RedactLevel::kAll;
+  CHECK(render_markdown(u, f.lib, red).find("secrets are masked (--redact=all; --no-redact shows them)") != std::string::npos);
 }
 
 TEST_CASE("ci: every format carries the action, the excluded host and GPU included") {
   DiagnoseOptions o;
   o.paths = {kb("xid-79-gpu-fell-off-bus.log")};
-  o.redact = false;
+  o.redact = RedactLevel::kNone;
   const std::string line = "Action: restart excluding gpu-a17 (GPU 0000:9a:00) — GPU fell off the PCIe bus (Xid 79)";
   for (const char* format : {"text", "github", "junit"}) {
     o.format = format;
@@ -443,29 +444,52 @@ TEST_CASE("ci: --fail-on decides when diagnose exits non-zero") {
   CHECK(diagnose(o, out) == kExitUsage);
 }
 
-TEST_CASE("ci: every CI format masks by default and --no-redact turns it off") {
+TEST_CASE("ci: every CI format masks personal data by default but keeps hosts; --redact=all and --no-redact") {
+  test::TempDir dir;
+  std::string log = dir.write("job.log",
+                              "gpu-b:31790:31790 [0] NCCL INFO Bootstrap : Using eth0:192.168.10.11<0>\n"
+                              "[rank3]: torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB. "
+                              "GPU 3 has a total capacity of 79.10 GiB of which 1.20 GiB is free. (run by alice@example.com from "
+                              "/home/alice/exp)\n"
+                              "[rank3]:   File \"/home/alice/train.py\", line 88, in <module>\n"
+                              "[rank3]: HF_TOKEN=hf_abcdefghijklmnopqrstuvwxyzABCDEF contact alice@example.com\n");
   DiagnoseOptions o;
-  o.paths = {kb("nccl-socket-ifname-wrong.log")};
+  o.paths = {log};
   for (const char* format : {"github", "markdown", "sarif", "gitlab", "junit"}) {
     o.format = format;
     o.redact.reset();
     std::string out;
     INFO(format);
     CHECK(diagnose(o, out) == kExitDiagnosed);
-    CHECK(out.find("192.168.10.11") == std::string::npos);
-    CHECK(out.find("gpu-b") == std::string::npos);
-    o.redact = false;
+    CHECK(out.find("/home/alice") == std::string::npos);  // personal data: masked
+    CHECK(out.find("alice@example.com") == std::string::npos);
+    CHECK(out.find("hf_abcdefghij") == std::string::npos);
+    o.redact = RedactLevel::kAll;
     CHECK(diagnose(o, out) == kExitDiagnosed);
-    CHECK(out.find("gpu-b") != std::string::npos);
+    CHECK(out.find("gpu-b") == std::string::npos);
+    o.redact = RedactLevel::kNone;
+    CHECK(diagnose(o, out) == kExitDiagnosed);
+    CHECK(out.find("/home/alice") != std::string::npos);
   }
   o.format = "json";
   o.redact.reset();
   std::string out;
   CHECK(diagnose(o, out) == kExitDiagnosed);
-  CHECK(out.find("192.168.10.11") != std::string::npos);  // JSON is a local view: unmasked unless asked
-  o.redact = true;
+  CHECK(out.find("/home/alice") != std::string::npos);  // JSON is a local view: unmasked unless asked
+  o.redact = RedactLevel::kAll;
   CHECK(diagnose(o, out) == kExitDiagnosed);
-  CHECK(out.find("192.168.10.11") == std::string::npos);
+  CHECK(out.find("/home/alice") == std::string::npos);
+}
+
+TEST_CASE("ci: by default a CI report keeps the host to drain and says what it masked") {
+  DiagnoseOptions o;
+  o.paths = {kb("nccl-socket-ifname-wrong.log")};
+  o.format = "markdown";
+  std::string out;
+  CHECK(diagnose(o, out) == kExitDiagnosed);
+  CHECK(out.find("gpu-b") != std::string::npos);
+  CHECK(out.find("--redact=pii") != std::string::npos);
+  CHECK(out.find("--redact=all masks the rest") != std::string::npos);
 }
 
 TEST_CASE("ci: timeline defuses CI commands in both formats, as diagnose does") {

@@ -156,7 +156,7 @@ struct SeededJobs {
   }
 };
 
-TriageOptions triage_opts(const std::string& format, std::optional<bool> redact) {
+TriageOptions triage_opts(const std::string& format, std::optional<RedactLevel> redact) {
   TriageOptions o;
   o.format = format;
   o.redact = redact;
@@ -303,8 +303,8 @@ TEST_CASE("redact: no token, e-mail, IP, host or user of a seeded log survives i
 }
 
 TEST_CASE("redact: stays off by default on the terminal and in JSON, on for the CI formats") {
-  for (const char* f : {"github", "gitlab", "sarif", "junit", "markdown"}) CHECK(redacts_by_default(f));
-  for (const char* f : {"text", "json"}) CHECK_FALSE(redacts_by_default(f));
+  for (const char* f : {"github", "gitlab", "sarif", "junit", "markdown"}) CHECK(default_redact_level(f) == RedactLevel::kPii);
+  for (const char* f : {"text", "json"}) CHECK(default_redact_level(f) == RedactLevel::kNone);
 }
 
 TEST_CASE("redact: watch masks its alerts, the --exec input and environment, and the metrics file") {
@@ -314,7 +314,7 @@ TEST_CASE("redact: watch masks its alerts, the --exec input and environment, and
   // The NCCL lines first (the failure alert), then the rest (the final alert): two alerts, one Redactor.
   WatchOptions o;
   o.format = "jsonl";
-  o.redact = true;
+  o.redact = RedactLevel::kAll;
   WatchOutput w = watch_stdin(o, {log.substr(0, fourth), log.substr(fourth)});
   CHECK(w.rc == kExitDiagnosed);
   CHECK(std::count(w.out.begin(), w.out.end(), '\n') >= 2);
@@ -347,21 +347,21 @@ TEST_CASE("redact: watch masks its alerts, the --exec input and environment, and
 TEST_CASE("redact: triage masks every format, job paths and error rows included, numbered once per run") {
   SeededJobs jobs;
   for (const char* format : {"table", "jsonl", "csv", "markdown"}) {
-    std::string out = jobs.run(triage_opts(format, true));
+    std::string out = jobs.run(triage_opts(format, RedactLevel::kAll));
     INFO(format << ":\n" << out);
     CHECK(leaks(out).empty());
     CHECK(out.find("/home/user-1/jobs/job-leaky") != std::string::npos);
     CHECK(out.find("/home/user-1/missing.log") != std::string::npos);
   }
   // Markdown is made to be shared: masked by default. The others are not.
-  CHECK(jobs.run(triage_opts("markdown", std::nullopt)) == jobs.run(triage_opts("markdown", true)));
+  CHECK(jobs.run(triage_opts("markdown", std::nullopt)) == jobs.run(triage_opts("markdown", RedactLevel::kPii)));
   CHECK(jobs.run(triage_opts("table", std::nullopt)).find("/home/alice/jobs") != std::string::npos);
   std::string raw = jobs.run(triage_opts("jsonl", std::nullopt));
   CHECK(raw.find("hf_AbCdEfGhIjKlMnOpQrStUvWxYz0123456789") != std::string::npos);
 
   // One Redactor for the run, masking in job order: the same node and address keep their
   // pseudonym from job to job, and the output does not depend on -j.
-  TriageOptions one = triage_opts("jsonl", true), two = triage_opts("jsonl", true);
+  TriageOptions one = triage_opts("jsonl", RedactLevel::kAll), two = triage_opts("jsonl", RedactLevel::kAll);
   one.jobs = 1;
   two.jobs = 2;
   std::string masked = jobs.run(one);
@@ -375,14 +375,14 @@ TEST_CASE("redact: triage masks every format, job paths and error rows included,
     TriageOptions s = triage_opts("jsonl", std::nullopt);
     s.shard = shard;
     plain.push_back(jobs.dir.write(fmt::format("plain-{}.jsonl", shard[0]), jobs.run(s)));
-    s.redact = true;
+    s.redact = RedactLevel::kAll;
     redacted.push_back(jobs.dir.write(fmt::format("masked-{}.jsonl", shard[0]), jobs.run(s)));
   }
   TriageOptions merge = triage_opts("markdown", std::nullopt);
   merge.merge = plain;
   CHECK(jobs.run(merge) == jobs.run(triage_opts("markdown", std::nullopt)));
   merge.format = "jsonl";
-  merge.redact = true;
+  merge.redact = RedactLevel::kAll;
   std::string merged = jobs.run(merge);
   INFO(merged);
   CHECK(leaks(merged).empty());
@@ -390,7 +390,7 @@ TEST_CASE("redact: triage masks every format, job paths and error rows included,
   merge.merge = redacted;
   for (const char* format : {"table", "jsonl", "csv"}) {
     merge.format = format;
-    merge.redact = false;
+    merge.redact = RedactLevel::kNone;
     CHECK(leaks(jobs.run(merge)).empty());
   }
 }
@@ -406,7 +406,7 @@ TEST_CASE("redact: timeline masks both formats") {
   o.format = "json";
   std::string raw = run();
   CHECK(raw.find("alice") != std::string::npos);  // off by default
-  o.redact = true;
+  o.redact = RedactLevel::kAll;
   for (const char* format : {"text", "json"}) {
     o.format = format;
     std::string out = run();
@@ -416,4 +416,31 @@ TEST_CASE("redact: timeline masks both formats") {
   }
   // gpu-node-02 is one host-N in rank 2's and rank 6's last lines.
   CHECK(captured(run(), R"(\bon (host-\d+)|ssh user-\d+@(host-\d+))").size() == 1);
+}
+
+TEST_CASE("redact: levels mask secrets, then personal data, then hosts and addresses") {
+  const std::string line =
+      "gpu-node-07:4411:4411 [0] NCCL INFO Bootstrap : Using ib0:10.2.0.28<0> user=bob HF_TOKEN=hf_abcdefghijklmnopqrstuvwxyz0123 "
+      "/home/bob/run.py mail bob@example.org";
+  auto masked = [&](RedactLevel level) {
+    Redactor r(level);
+    r.add_host("gpu-node-07");
+    return r.mask(line);
+  };
+  std::string secrets = masked(RedactLevel::kSecrets);
+  CHECK(secrets.find("hf_abcdef") == std::string::npos);
+  CHECK(secrets.find("/home/bob") != std::string::npos);
+  CHECK(secrets.find("gpu-node-07") != std::string::npos);
+  std::string pii = masked(RedactLevel::kPii);
+  CHECK(pii.find("hf_abcdef") == std::string::npos);
+  CHECK(pii.find("bob@example.org") == std::string::npos);
+  CHECK(pii.find("/home/bob") == std::string::npos);
+  CHECK(pii.find("gpu-node-07:4411") != std::string::npos);  // the node to drain stays named
+  CHECK(pii.find("10.2.0.28") != std::string::npos);
+  std::string all = masked(RedactLevel::kAll);
+  CHECK(all.find("gpu-node-07") == std::string::npos);
+  CHECK(all.find("10.2.0.28") == std::string::npos);
+  CHECK(masked(RedactLevel::kNone) == line);
+  CHECK(parse_redact_level("pii") == RedactLevel::kPii);
+  CHECK_FALSE(parse_redact_level("some"));
 }

@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "firstfault/util/redact.h"
 #include "firstfault/matcher/matcher.h"
 #include "firstfault/signatures/library.h"
 
@@ -42,7 +43,7 @@ struct DiagnoseOptions {
   std::string rank_from;
   bool verbose = false;
   std::string fail_on = "unrecognized";  // --fail-on: none | unrecognized | any | SEVERITY (app/exit_policy.h)
-  std::optional<bool> redact;            // --redact / --no-redact; unset: the format's default (util/redact.h)
+  std::optional<RedactLevel> redact;            // --redact / --no-redact; unset: the format's default (util/redact.h)
   FileChoice files;
 };
 
@@ -85,7 +86,7 @@ struct TimelineOptions {
   std::vector<std::string> paths;
   std::string format = "text";
   std::string rank_from;
-  std::optional<bool> redact;  // --redact / --no-redact; unset: off (text and json stay on the machine)
+  std::optional<RedactLevel> redact;  // --redact / --no-redact; unset: off (text and json stay on the machine)
   FileChoice files;
 };
 

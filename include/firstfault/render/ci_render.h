@@ -13,6 +13,7 @@
 #include <string_view>
 #include <vector>
 
+#include "firstfault/util/redact.h"
 #include "firstfault/correlator/diagnosis.h"
 #include "firstfault/signatures/library.h"
 #include "firstfault/util/result.h"
@@ -23,10 +24,13 @@ namespace firstfault {
 extern const std::vector<std::string> kDiagnoseFormats;
 bool is_diagnose_format(std::string_view format);
 bool is_ci_format(std::string_view format);         // handled by render_ci
-bool redacts_by_default(std::string_view format);   // github, gitlab, sarif, junit, markdown
+// The masking a format gets without --redact/--no-redact: `pii` for what leaves the machine
+// (github, gitlab, sarif, junit, markdown), none for text and json.
+RedactLevel default_redact_level(std::string_view format);
 
 struct CiRenderOptions {
   bool redacted = false;            // the Diagnosis was masked; the output says so
+  RedactLevel redaction = RedactLevel::kNone;  // how (util/redact.h)
   std::string github_step_summary;  // github: append the Markdown summary to this file ("" = none)
 };
 

@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "firstfault/util/redact.h"
 #include "firstfault/app/commands.h"
 
 namespace firstfault {
@@ -27,7 +28,7 @@ struct TriageOptions {
   bool progress = true;          // progress bar on stderr when it is a terminal
   // --redact / --no-redact; unset: on for markdown (made to be shared), off otherwise. One
   // Redactor per run masks the jobs in output order, so pseudonyms do not depend on -j.
-  std::optional<bool> redact;
+  std::optional<RedactLevel> redact;
 };
 
 // One job's outcome: all the summary needs (and what a jsonl line carries back for --merge).

@@ -11,7 +11,12 @@
 //   user names in home paths (/home/NAME, /Users/NAME) and USER=NAME, and those names as words
 //   elsewhere (not generic accounts such as runner or ubuntu)          -> user-1, user-2, ...
 // Pseudonyms are stable within one Redactor (one run), so ranks and nodes stay correlatable.
+//
+// Levels (--redact=LEVEL): `secrets` masks secrets only; `pii` also e-mail addresses and user
+// names (personal data) but keeps host names and IP addresses, which on a cluster name the node
+// to drain; `all` masks everything above. CI formats default to `pii` (docs/ci.md).
 #include <map>
+#include <optional>
 #include <set>
 #include <string>
 #include <string_view>
@@ -21,6 +26,14 @@
 
 namespace firstfault {
 
+enum class RedactLevel { kNone, kSecrets, kPii, kAll };
+
+// "none", "secrets", "pii", "all" (nullopt for anything else), and back.
+std::optional<RedactLevel> parse_redact_level(std::string_view name);
+std::string_view redact_level_name(RedactLevel level);
+// What the level masks, in words, for the outputs that say so.
+std::string_view redact_level_what(RedactLevel level);
+
 struct RedactCounts {
   size_t secrets = 0, emails = 0, ips = 0, hosts = 0, users = 0;
   size_t total() const { return secrets + emails + ips + hosts + users; }
@@ -28,6 +41,8 @@ struct RedactCounts {
 
 class Redactor {
  public:
+  explicit Redactor(RedactLevel level = RedactLevel::kAll) : level_(level) {}
+  RedactLevel level() const { return level_; }
   // A host name the job revealed; it is masked wherever it appears, as a whole word.
   void add_host(std::string_view host);
   // Learns hosts and user names from `text` without changing it.
@@ -64,6 +79,7 @@ class Redactor {
   std::set<std::string> known_users_;
   Pseudonyms hosts_{"host-", {}}, ips_{"ip-", {}}, users_{"user-", {}};
   RedactCounts counts_;
+  RedactLevel level_;
 };
 
 // Masks every log-derived string of `d` in place: first learns the hosts the job revealed (in

@@ -54,7 +54,7 @@ struct WatchOptions {
   std::string exec_timeout = "30s";
   std::string metrics_file;
   std::string update_interval = "2s";
-  std::optional<bool> redact;          // --redact / --no-redact; unset: off (text and jsonl)
+  std::optional<RedactLevel> redact;          // --redact / --no-redact; unset: off (text and jsonl)
 };
 
 // Follows until SIGINT (exit 130) or, when stdin is the only input, its end (exit 0 when the
