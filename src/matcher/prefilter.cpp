@@ -79,6 +79,17 @@ std::string relax_for_bytes(const std::string& re) {
         }
         ++j;
       }
+      // A class with a non-ASCII member ([‘'"]) is a set of characters to RE2 but, read byte by
+      // byte, one of single bytes: its bytes would neither match a multi-byte character nor, negated,
+      // let one pass. Any run of bytes stands in for it (the prefilter may only widen).
+      bool non_ascii = std::any_of(re.begin() + static_cast<long>(i), re.begin() + static_cast<long>(std::min(j + 1, n)),
+                                   [](char b) { return static_cast<unsigned char>(b) >= 0x80; });
+      if (non_ascii) {
+        out += "[\\s\\S]";
+        i = j + 1;
+        widen();
+        continue;
+      }
       out.append(re, i, j + 1 - i);
       i = j + 1;
       if (negated) widen();

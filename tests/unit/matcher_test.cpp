@@ -2,6 +2,7 @@
 
 #include "firstfault/attribution/line_attributor.h"
 #include "firstfault/matcher/matcher.h"
+#include "firstfault/matcher/prefilter.h"
 #include "firstfault/matcher/template_scanner.h"
 #include "firstfault/reader/log_reader.h"
 
@@ -275,3 +276,11 @@ TEST_CASE("matcher: a library with other patterns never uses the embedded prefil
   CHECK(again.prefilter(false) != nullptr);  // now from the cache
 }
 #endif
+
+TEST_CASE("matcher: a class with a non-ASCII member is widened for the byte-wise prefilter, not copied") {
+  // To RE2 [‘'] is two characters; byte by byte it would be four single bytes, matching no
+  // three-byte ‘ and, negated, rejecting any character that shares a byte with it.
+  CHECK(relax_for_bytes("not expanded with [‘'\"]\\.\\.\\.[’'\"]") == "not expanded with [\\s\\S]+\\.\\.\\.[\\s\\S]+");
+  CHECK(relax_for_bytes("a[^‘]{2}b") == "a[\\s\\S]+b");
+  CHECK(relax_for_bytes("a[^x]b") == "a[^x]+b");  // ASCII classes keep their exact form
+}
