@@ -657,6 +657,22 @@ size_t p_pdsh(sv s, Attribution& a, bool pdsh) {
   return c + 2;
 }
 
+// docker compose (`docker compose logs`, `up` in the foreground): "service-1  | " (v2) or
+// "service_1  | " (v1), the name padded to the longest service's. The container stands where a
+// host would: the service's replicas are the job's nodes. A name starts with a lower-case letter
+// (compose lower-cases container names) and holds no space, so table rows ("| a | b |", "0 |
+// model | ...") and a level column ("ERROR    | train:main:42", loguru) are not taken for it.
+size_t p_compose(sv s, Attribution& a) {
+  size_t i = 0;
+  while (i < s.size() && i < 64 && (is_alnum(s[i]) || s[i] == '-' || s[i] == '_' || s[i] == '.')) ++i;
+  if (i == 0 || i >= s.size() || !(s[0] >= 'a' && s[0] <= 'z') || s[i] != ' ') return 0;
+  size_t bar = i;
+  while (bar < s.size() && s[bar] == ' ') ++bar;
+  if (bar + 1 >= s.size() || s[bar] != '|' || s[bar + 1] != ' ') return 0;
+  a.host = s.substr(0, i);
+  return bar + 2;
+}
+
 // NCCL: "host:pid:tid [dev] " (dev is the local CUDA device, not a rank)
 size_t p_nccl(sv s, Attribution& a) {
   // The host runs up to the first ':' and holds no ' ' or '[': stop at whichever comes first
@@ -802,7 +818,7 @@ namespace {
 // Every prefix parser, by the id an AttributionPlan records.
 enum Parser : uint8_t {
   kStreamTag, kBareSgr, kBracketRank, kC10Header, kBracketTime, kOmpi, kKubePrefix, kDmesg, kRay, kCri, kIsoPlain,
-  kSlurmLabel, kPdsh, kNccl, kGlog, kSyslog, kVllm, kPylogDefault, kCaretSgr, kParserCount
+  kSlurmLabel, kPdsh, kNccl, kGlog, kSyslog, kVllm, kPylogDefault, kCaretSgr, kCompose, kParserCount
 };
 
 size_t run_parser(Parser p, sv s, Attribution& a, bool pdsh) {
@@ -820,6 +836,7 @@ size_t run_parser(Parser p, sv s, Attribution& a, bool pdsh) {
     case kIsoPlain: return p_iso_plain(s, a);
     case kSlurmLabel: return p_slurm_label(s, a);
     case kPdsh: return p_pdsh(s, a, pdsh);
+    case kCompose: return p_compose(s, a);
     case kNccl: return p_nccl(s, a);
     case kGlog: return p_glog(s, a);
     case kSyslog: return p_syslog(s, a);
@@ -926,6 +943,7 @@ size_t candidates(char c, bool outermost, Parser* out) {
     out[n++] = kBracketTime;
   } else {
     if (outermost) out[n++] = kStreamTag;  // "node-1 [stderr] ...": a runner's envelope
+    if (outermost) out[n++] = kCompose;    // "vllm-1  | ...": docker compose's envelope
     if (is_severity_letter(c, false)) out[n++] = kGlog;
     if (is_upper(c))
       for (Parser p : {kSyslog, kVllm, kOmpi, kPylogDefault}) out[n++] = p;

@@ -368,3 +368,16 @@ TEST_CASE("pipeline: a PyTorchJob's pod logs are read with the operator's rank n
   REQUIRE(d.initiating.rank);
   CHECK(*d.initiating.rank == 1);
 }
+
+TEST_CASE("attribution: docker compose's service prefix is an envelope naming the container") {
+  auto a = attr("vllm-qwen-1  | (Worker_TP1 pid=217) ERROR 08-17 16:47:47 [multiproc_executor.py:912] FileNotFoundError: x");
+  CHECK(a.host == "vllm-qwen-1");
+  CHECK(a.body == "FileNotFoundError: x");
+  auto v1 = attr("trainer_1   | RuntimeError: CUDA error: out of memory");
+  CHECK(v1.host == "trainer_1");
+  CHECK(v1.body == "RuntimeError: CUDA error: out of memory");
+  // Not an envelope: a table row, a level column, a model summary row.
+  CHECK(attr("| llama3    | 1       | UNAVAILABLE: x |").host.empty());
+  CHECK(attr("ERROR    | train:main:42 - loss exploded").host.empty());
+  CHECK(attr("0 | model | Float16Module | 437 M").host.empty());
+}
