@@ -122,6 +122,12 @@ std::string reader_one(const uint8_t* data, size_t size) {
   ReadStats st;
   Status s = read_input({f.path(), false}, sink, st);
   if (!sink.problem.empty()) return sink.problem;
+  if (st.document) {  // a Flight Recorder dump: read whole, delivered as its text form or refused
+    if (!s.ok() && s.message().empty()) return "a refused dump without a reason";
+    if (s.ok() && st.compression.empty() && st.bytes != size) return fmt::format("dump of {} bytes read as {}", size, st.bytes);
+    if (st.binary_at) return "a dump was also called binary";
+    return "";
+  }
   // Every delivered byte is accounted for: lines plus the newlines the splitter consumed after
   // long lines (at most one per long line).
   if (sink.bytes > st.bytes || sink.bytes + sink.long_lines < st.bytes)

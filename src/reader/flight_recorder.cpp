@@ -33,7 +33,10 @@ int64_t int_of(const json& v, int64_t fallback = -1) {
   return fallback;
 }
 
-std::string str_of(const json& v) { return v.is_string() ? v.get<std::string>() : (v.is_null() ? "" : v.dump()); }
+// A dump's values as text. Its strings came from a pickle and need not be UTF-8: dumped with
+// replacement characters, never a throw.
+std::string dump_text(const json& v) { return v.dump(-1, ' ', false, json::error_handler_t::replace); }
+std::string str_of(const json& v) { return v.is_string() ? v.get<std::string>() : (v.is_null() ? "" : dump_text(v)); }
 
 // One line per value: a dump's strings never break the line structure.
 std::string one_line(std::string s) {
@@ -104,8 +107,8 @@ std::string pending_text(const json& e) {
   std::string name = e.contains("profiling_name") ? str_of(e["profiling_name"]) : "";
   std::string text = fmt::format("oldest pending work: {} OpType={} ({}) state={}", int_of(e["collective_seq_id"]),
                                  op_type(name), one_line(name), one_line(e.contains("state") ? str_of(e["state"]) : "?"));
-  if (e.contains("input_sizes")) text += " input sizes " + one_line(e["input_sizes"].dump());
-  if (e.contains("output_sizes")) text += " output sizes " + one_line(e["output_sizes"].dump());
+  if (e.contains("input_sizes")) text += " input sizes " + one_line(dump_text(e["input_sizes"]));
+  if (e.contains("output_sizes")) text += " output sizes " + one_line(dump_text(e["output_sizes"]));
   if (int64_t t = e.contains("timeout_ms") ? int_of(e["timeout_ms"]) : -1; t >= 0) text += fmt::format(" timeout {} ms", t);
   return text;
 }
@@ -160,7 +163,9 @@ bool looks_like_flight_recorder_dump(std::string_view head) {
   return looks_like_json_dump(head);
 }
 
-Result<std::string> flight_recorder_to_text(std::string_view dump) {
+namespace {
+
+Result<std::string> read_dump(std::string_view dump) {
   std::optional<json> doc;
   if (looks_like_pickle(dump)) {
     auto parsed = parse_pickle(dump);
@@ -172,6 +177,18 @@ Result<std::string> flight_recorder_to_text(std::string_view dump) {
   }
   if (!doc->is_object() || !doc->contains("entries")) return Error{"Flight Recorder dump: no 'entries' list"};
   return render(*doc);
+}
+
+}  // namespace
+
+Result<std::string> flight_recorder_to_text(std::string_view dump) {
+  // The one boundary where a library exception could escape the reader: a dump that breaks a
+  // rule nlohmann enforces is a refused input, not a crash.
+  try {
+    return read_dump(dump);
+  } catch (const std::exception& e) {
+    return Error{std::string("Flight Recorder dump: ") + e.what()};
+  }
 }
 
 }  // namespace firstfault

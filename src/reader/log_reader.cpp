@@ -179,6 +179,7 @@ std::string sniff_compression(const std::string& head) {
 // A Flight Recorder dump (reader/flight_recorder.h) is one document, not lines: read it whole
 // (bounded), then deliver its text form. `content` holds what was read of it already.
 Status read_flight_recorder(ByteSource& src, std::string content, BlockSink& sink, ReadStats& stats) {
+  stats.document = true;
   char buf[64 * 1024];
   for (;;) {
     ssize_t r = src.read(buf, sizeof buf);

@@ -183,7 +183,10 @@ class PickleMachine {
     pos_ = nl2 + 1;
     return push(json(name));
   }
-  static std::string key_of(const json& k) { return k.is_string() ? k.get<std::string>() : k.dump(); }
+  // Pickled strings are bytes that need not be UTF-8: dumped with replacement, never a throw.
+  static std::string key_of(const json& k) {
+    return k.is_string() ? k.get<std::string>() : k.dump(-1, ' ', false, json::error_handler_t::replace);
+  }
 
   bool step(unsigned char op) {
     switch (op) {

@@ -50,6 +50,9 @@ struct ReadStats {
   // Set when the content is binary (binary_marker()): where its NUL byte is. Nothing was
   // delivered then, and `bytes` is 0.
   std::optional<uint64_t> binary_at;
+  // Set when the content is a document read whole and delivered as its text form (a Flight
+  // Recorder dump, reader/flight_recorder.h): what was delivered is not the input's bytes.
+  bool document = false;
 };
 
 // Reads `input` to the end (or to the first unrecoverable error) and feeds `sink`; binary
