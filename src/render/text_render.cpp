@@ -100,8 +100,9 @@ std::string action_phrase(const Action& a, const std::function<std::string(const
 }
 
 // Values the entry's patterns captured (the library a crash is in, an address, a file): what a
-// reader needs next after the first line, from the initiating event and its context. Rank bookkeeping captures are the correlator's, not
-// the reader's, and are left out; the first value of each name wins, a handful at most.
+// reader needs next after the first line, from the initiating event and its context. Rank
+// bookkeeping captures are the correlator's, not the reader's, and are left out; the first value
+// of each name wins, a handful at most.
 std::string notable_details(const Diagnosis& d) {
   static const std::set<std::string> bookkeeping = {
       "rank", "local_rank", "self_rank", "peer_rank", "reference_rank", "ready_ranks", "missing_ranks",
