@@ -236,7 +236,6 @@ bool Correlator::store_event(Event&& ev) {
 
 int64_t Correlator::time_key(const Timestamp& t) const {
   return in_job_year(t).ms;
-  return t.ms;
 }
 
 Timestamp Correlator::in_job_year(const Timestamp& t) const {
