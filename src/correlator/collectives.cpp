@@ -82,7 +82,7 @@ Correlator::Collectives Correlator::analyse_collectives() const {
       for (const Event& ev : events_by_def_[*def])
         if (ev.capture("pg") && ev.capture("seq") && to_int(*ev.capture("seq")).value_or(-1) == c.seq)
           stuck_pg = to_int(*ev.capture("pg")).value_or(-1);
-  for (auto name : {"nccl_work_status", "nccl_dump_signal", "flight_recorder_pg_status"}) {
+  for (auto name : correlator_detail::kCounterPatterns) {
     auto def = lib_.find_pattern(name);
     if (!def) continue;
     for (const Event& ev : events_by_def_[*def]) {

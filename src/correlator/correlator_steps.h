@@ -22,6 +22,10 @@ int to_int_or(const std::string* s, int fallback);
 // ignored, so `world` and the ranks missing from a timeout stay bounded.
 int rank_or(const std::string* s, int fallback);
 int world_or(const std::string* s, int fallback);
+// The patterns that report a rank's own collective counters (`enqueued`, `completed`): the
+// watchdog's status line, the flight-recorder dump-signal line, a Flight Recorder dump read as
+// text. A rank whose last enqueued work is below the stuck collective never issued it.
+inline constexpr const char* kCounterPatterns[] = {"nccl_work_status", "nccl_dump_signal", "flight_recorder_pg_status"};
 }  // namespace correlator_detail
 
 // One entry's evaluation against the job's events.

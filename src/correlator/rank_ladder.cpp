@@ -204,10 +204,10 @@ std::vector<int> Correlator::RankLadder::collective_suspects(const Event** raise
   return suspects;
 }
 
-// The suspect's own status line (or flight-recorder dump signal, or dump) whose last enqueued work is below the
-// stuck collective.
+// The suspect's own counter line (correlator_detail::kCounterPatterns) whose last enqueued work
+// is below the stuck collective.
 std::optional<Evidence> Correlator::RankLadder::status_line_behind(int suspect) const {
-  for (auto name : {"nccl_work_status", "nccl_dump_signal", "flight_recorder_pg_status"})
+  for (auto name : correlator_detail::kCounterPatterns)
     if (auto def = c_.lib_.find_pattern(name))
       for (const Event& ev : c_.events_by_def_[*def])
         if (ev.rank == suspect && ev.capture("enqueued") && to_int(*ev.capture("enqueued")).value_or(-1) < coll_.seq)
