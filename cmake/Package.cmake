@@ -16,6 +16,8 @@ if(FIRSTFAULT_STATIC)
 else()
   set(CPACK_DEBIAN_PACKAGE_SHLIBDEPS ON)
 endif()
-install(FILES ${CMAKE_SOURCE_DIR}/docs/signature-format.md ${CMAKE_SOURCE_DIR}/LICENSE
+install(FILES ${CMAKE_SOURCE_DIR}/docs/signature-format.md ${CMAKE_SOURCE_DIR}/docs/json-schema.md ${CMAKE_SOURCE_DIR}/LICENSE
         DESTINATION ${CMAKE_INSTALL_DOCDIR})
+# The JSON Schemas of every output, for consumers that validate what they read.
+install(DIRECTORY ${CMAKE_SOURCE_DIR}/docs/schema/ DESTINATION ${CMAKE_INSTALL_DOCDIR}/schema FILES_MATCHING PATTERN "*.schema.json")
 include(CPack)

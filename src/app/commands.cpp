@@ -285,7 +285,7 @@ int run_list(const ListOptions& o, std::ostream& out) {
     return 0;
   }
   if (o.format == "json") {
-    nlohmann::json arr = nlohmann::json::array();
+    OutputJson arr = OutputJson::array();
     for (const Entry* e : entries)
       arr.push_back({{"id", e->id}, {"category", e->category}, {"severity", e->severity},
                      {"action", action_kind_name(e->action)}, {"title", e->title}});

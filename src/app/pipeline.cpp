@@ -10,6 +10,7 @@
 #include <condition_variable>
 #include <csignal>
 #include <cstring>
+#include <ctime>
 #include <filesystem>
 #include <mutex>
 #include <set>
@@ -259,6 +260,20 @@ Status read_member(struct archive* a, const std::string& name, uint32_t index, c
   return s;
 }
 
+// The UTC year and month of the newest input file's modification time (an archive member's is
+// its archive's), for year-less log times; none for stdin alone.
+static std::optional<std::pair<int, int>> newest_file_date(const std::vector<InputSource>& inputs) {
+  time_t newest = 0;
+  for (const auto& in : inputs) {
+    struct stat st {};
+    if (!in.is_stdin && ::stat((in.archive.empty() ? in.path : in.archive).c_str(), &st) == 0)
+      newest = std::max(newest, st.st_mtime);
+  }
+  struct tm utc {};
+  if (newest <= 0 || !gmtime_r(&newest, &utc)) return std::nullopt;
+  return std::make_pair(utc.tm_year + 1900, utc.tm_mon + 1);
+}
+
 JobResult analyze_job(const std::vector<InputSource>& inputs, const Matcher& matcher, const AnalyzeOptions& job_options) {
   JobResult result;
   AnalyzeOptions options = job_options;
@@ -303,6 +318,7 @@ JobResult analyze_job(const std::vector<InputSource>& inputs, const Matcher& mat
   for (size_t i = 0; i < inputs.size(); ++i)
     if (!summaries[i].skipped.empty()) result.skipped.push_back({inputs[i].path, summaries[i].skipped, inputs[i].named});
   bool nothing_read = read_nothing(summaries);
+  if (auto date = newest_file_date(inputs)) corr.set_file_date(date->first, date->second);
   corr.set_inputs(std::move(summaries));
   result.diagnosis = corr.finish();
   if (nothing_read) result.diagnosis.verdict = "error";

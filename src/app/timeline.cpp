@@ -44,12 +44,12 @@ int run_timeline(const TimelineOptions& o, std::ostream& out) {
     return kExitUsage;
   }
   if (o.format == "json") {
-    nlohmann::json j = diagnosis_to_json(d, lib);
-    nlohmann::json t;
+    OutputJson j = diagnosis_to_json(d, lib);
+    OutputJson t;
     t["schema"] = kTimelineSchema;
-    t["ranks"] = j["ranks"];
-    t["initiating_rank"] = j["diagnosis"].is_null() ? nlohmann::json(nullptr) : j["diagnosis"]["initiating_rank"];
+    t["initiating_rank"] = j["diagnosis"].is_null() ? OutputJson(nullptr) : j["diagnosis"]["initiating_rank"];
     t["collateral"] = j["collateral"];
+    t["ranks"] = j["ranks"];
     t["inputs"] = j["inputs"];
     out << dump_json(t) << "\n";
     return r.problems.empty() ? 0 : kExitUsage;

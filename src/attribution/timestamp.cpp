@@ -54,4 +54,10 @@ std::string format_timestamp(const Timestamp& t) {
   return fmt::format("{:04}-{:02}-{:02}T{:02}:{:02}:{:02}{}", c.y, c.m, c.d, h, mi, s, frac);
 }
 
+std::string format_output_time(const Timestamp& t) {
+  std::string full = format_timestamp(t);
+  if (t.kind == Timestamp::kNoYear) return full.substr(full.find('T') + 1);
+  return full;
+}
+
 }  // namespace firstfault

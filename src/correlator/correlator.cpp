@@ -239,14 +239,17 @@ int64_t Correlator::time_key(const Timestamp& t) const {
 }
 
 Timestamp Correlator::in_job_year(const Timestamp& t) const {
-  return t.kind == Timestamp::kNoYear && ref_year_ ? with_year(t, ref_year_) : t;
+  if (t.kind != Timestamp::kNoYear) return t;
+  if (ref_year_) return with_year(t, ref_year_);
+  if (file_year_) return with_year(t, month_of(t) > file_month_ ? file_year_ - 1 : file_year_);
+  return t;
 }
 
 bool Correlator::earlier(const Event& a, const Event& b) const {
   bool ta = a.time.kind == Timestamp::kFull || a.time.kind == Timestamp::kNoYear;
   bool tb = b.time.kind == Timestamp::kFull || b.time.kind == Timestamp::kNoYear;
   // Year-less times are comparable with full ones only once a year is known.
-  if (ta && tb && (a.time.kind == b.time.kind || ref_year_)) {
+  if (ta && tb && (a.time.kind == b.time.kind || ref_year_ || file_year_)) {
     int64_t ka = time_key(a.time), kb = time_key(b.time);
     // One-second resolution on most formats: within a second, arrival order decides.
     if (std::llabs(ka - kb) >= 1000) return ka < kb;

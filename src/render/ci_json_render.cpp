@@ -13,7 +13,7 @@
 
 namespace firstfault {
 
-using nlohmann::json;
+using json = OutputJson;
 using namespace ci;
 
 namespace {

@@ -388,9 +388,9 @@ Status render_ci(std::string_view format, const Diagnosis& d, const Library& lib
   } else if (format == "junit") {
     out << render_junit(d, lib, o);
   } else if (format == "sarif") {
-    out << render_sarif(d, lib, o).dump(2, ' ', false, nlohmann::json::error_handler_t::replace) << "\n";
+    out << render_sarif(d, lib, o).dump(2, ' ', false, OutputJson::error_handler_t::replace) << "\n";
   } else if (format == "gitlab") {
-    out << render_gitlab(d, lib, o).dump(2, ' ', false, nlohmann::json::error_handler_t::replace) << "\n";
+    out << render_gitlab(d, lib, o).dump(2, ' ', false, OutputJson::error_handler_t::replace) << "\n";
   } else {
     return Error{fmt::format("unknown CI format '{}'", format)};
   }

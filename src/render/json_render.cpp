@@ -5,12 +5,12 @@
 
 namespace firstfault {
 
-using nlohmann::json;
+using json = OutputJson;
 
 namespace {
 json time_json(const Timestamp& t) {
   if (!t.valid()) return nullptr;
-  return format_timestamp(t);
+  return format_output_time(t);
 }
 double round3(double v) { return std::round(v * 1000.0) / 1000.0; }
 }  // namespace
@@ -18,16 +18,16 @@ double round3(double v) { return std::round(v * 1000.0) / 1000.0; }
 json evidence_to_json(const Evidence& e) {
   // Assigned key by key: a braced initializer list copies every value once more (per job in triage).
   json j = json::object();
+  j["rank"] = e.rank >= 0 ? json(e.rank) : json(nullptr);
+  j["host"] = e.host.empty() ? json(nullptr) : json(sanitize_utf8(e.host));
+  j["time"] = time_json(e.time);
+  j["role"] = e.role;
+  j["pattern"] = e.pattern;
+  j["text"] = sanitize_utf8(e.text);
+  j["file"] = sanitize_utf8(e.file);
+  j["line"] = e.line;
   json& caps = j["captures"] = json::object();
   for (const auto& [k, v] : e.captures) caps[k] = sanitize_utf8(v);
-  j["file"] = sanitize_utf8(e.file);
-  j["host"] = e.host.empty() ? json(nullptr) : json(sanitize_utf8(e.host));
-  j["line"] = e.line;
-  j["pattern"] = e.pattern;
-  j["rank"] = e.rank >= 0 ? json(e.rank) : json(nullptr);
-  j["role"] = e.role;
-  j["text"] = sanitize_utf8(e.text);
-  j["time"] = time_json(e.time);
   return j;
 }
 
@@ -50,7 +50,7 @@ json entry_to_json(const Entry& e, const Library& lib) {
   json examples = json::array();
   for (const auto& x : e.examples)
     examples.push_back({{"log", x.log}, {"initiating_rank", x.initiating_rank ? json(*x.initiating_rank) : json(nullptr)}});
-  return json{{"id", e.id},           {"title", e.title},         {"category", e.category},
+  return json{{"schema", kEntrySchema}, {"id", e.id},           {"title", e.title},         {"category", e.category},
               {"severity", e.severity}, {"action", action_kind_name(e.action)},
               {"systems", e.systems},   {"patterns", patterns},
               {"root_cause", e.root_cause}, {"confirm", e.confirm}, {"fix", e.fix},
@@ -65,8 +65,6 @@ json diagnosis_to_json(const Diagnosis& d, const Library& lib) {
   if (d.entry) {
     const Entry& e = *d.entry;
     json& o = j["diagnosis"] = json::object();
-    json& ev = o["evidence"] = json::array();
-    for (const auto& x : d.evidence) ev.push_back(evidence_to_json(x));
     o["id"] = e.id;
     o["title"] = e.title;
     o["category"] = e.category;
@@ -78,9 +76,12 @@ json diagnosis_to_json(const Diagnosis& d, const Library& lib) {
     o["rank_confidence"] = round3(d.initiating.confidence);
     o["rank_candidates"] = d.initiating.candidates;
     o["reason"] = sanitize_utf8(d.initiating.reason);
+    json ev = json::array();
+    for (const auto& x : d.evidence) ev.push_back(evidence_to_json(x));
     o["first_evidence"] = d.initiating.first_evidence ? evidence_to_json(*d.initiating.first_evidence)
                           : d.evidence.empty()        ? json(nullptr)
                                                       : ev.front();
+    o["evidence"] = std::move(ev);
     o["root_cause"] = e.root_cause;
     o["confirm"] = e.confirm;
     o["fix"] = e.fix;
@@ -90,13 +91,13 @@ json diagnosis_to_json(const Diagnosis& d, const Library& lib) {
   } else {
     j["diagnosis"] = nullptr;
   }
+  j["action"] = action_to_json(d.action);
   json alts = json::array();
   for (const auto& a : d.alternatives) {
     const Entry* e = lib.find_entry(a.id);
     alts.push_back({{"id", a.id}, {"title", e ? e->title : ""}, {"confidence", round3(a.confidence)}});
   }
   j["alternatives"] = alts;
-  j["action"] = action_to_json(d.action);
   j["collateral"] = {{"ranks", d.collateral.ranks},
                      {"summary", sanitize_utf8(d.collateral.summary)},
                      {"op", d.collateral.op.empty() ? json(nullptr) : json(d.collateral.op)},

@@ -45,7 +45,7 @@ void wrap(std::string& out, const std::string& text, const std::string& indent, 
 
 std::string where(const Evidence& e) {
   std::string s = fmt::format("{}:{}", safe(e.file), e.line);
-  if (e.time.valid()) s += "  " + format_timestamp(e.time);
+  if (e.time.valid()) s += "  " + format_output_time(e.time);
   return s;
 }
 
@@ -140,10 +140,10 @@ std::vector<std::string> stopped_run_lines(const Diagnosis& d, const std::functi
   if (!s.behind.empty())
     out.push_back("Behind the others' last step: " + std::string(s.behind.size() == 1 ? "rank " : "ranks ") + format_ranges(s.behind));
   out.push_back(fmt::format("No progress for {} min after it{}, then the log ends without an error or a completion marker.",
-                            s.idle_minutes, s.last_time ? " (last line " + format_timestamp(*s.last_time) + ")" : ""));
+                            s.idle_minutes, s.last_time ? " (last line " + format_output_time(*s.last_time) + ")" : ""));
   if (s.first_time && s.last_time && s.first_time->kind == s.last_time->kind && s.last_time->ms >= s.first_time->ms)
-    out.push_back(fmt::format("The log runs from {} to {} ({} min).", format_timestamp(*s.first_time),
-                              format_timestamp(*s.last_time), (s.last_time->ms - s.first_time->ms) / 60000));
+    out.push_back(fmt::format("The log runs from {} to {} ({} min).", format_output_time(*s.first_time),
+                              format_output_time(*s.last_time), (s.last_time->ms - s.first_time->ms) / 60000));
   out.push_back("The job sat idle, a hang, and was ended from outside (time limit, cancel, kill) without a message. "
                 "Take stacks while it is stuck (py-spy dump --pid on each rank) or enable the NCCL flight recorder, and "
                 "read the scheduler's record of how it ended.");

@@ -73,7 +73,7 @@ TimeAxis time_axis(const Diagnosis& d, double left, double width) {
 
 // "10:02:41.300" (the axis's origin; the date is in the evidence table).
 std::string time_of_day(const Timestamp& t) {
-  std::string full = format_timestamp(t);
+  std::string full = format_output_time(t);
   size_t at = full.find('T');
   return at == std::string::npos ? full : full.substr(at + 1);
 }
@@ -118,9 +118,9 @@ constexpr double kWidth = 1100, kLabel = 250, kRight = 20, kLane = 20, kHostRow 
 std::string lane_title(const RankSummary& r) {
   std::string t = fmt::format("rank {}{} — {}", r.rank, r.host.empty() ? "" : " on " + r.host, r.role);
   if (r.first_event)
-    t += fmt::format("\nfirst event {} ({}) at {}\n{}", r.first_event->pattern, format_timestamp(r.first_event->time),
+    t += fmt::format("\nfirst event {} ({}) at {}\n{}", r.first_event->pattern, format_output_time(r.first_event->time),
                      where_of(*r.first_event), r.first_event->text);
-  if (!r.last_line.empty()) t += fmt::format("\nlast line {}\n{}", format_timestamp(r.last_time), r.last_line);
+  if (!r.last_line.empty()) t += fmt::format("\nlast line {}\n{}", format_output_time(r.last_time), r.last_line);
   if (!r.last_progress.empty()) t += "\nlast progress: " + r.last_progress;
   return t;
 }
@@ -162,7 +162,7 @@ void svg_strip(std::string& out, const Diagnosis& d, const TimeAxis& ax, double 
     double late = ax.timed && comparable(r.last_time) ? static_cast<double>(r.last_time.ms - ax.t0) / static_cast<double>(ax.t1 - ax.t0) : 1.0;
     int grey = static_cast<int>(40 + 200 * late);
     out += fmt::format(R"svg(<rect x="{:.2f}" y="{}" width="{:.2f}" height="{}" fill="rgb({},{},{})"><title>rank {} last line {}</title></rect>)svg",
-                       x, y + kStrip + 2, std::max(cell, 0.5), kStrip, grey, grey, grey, r.rank, esc(format_timestamp(r.last_time)));
+                       x, y + kStrip + 2, std::max(cell, 0.5), kStrip, grey, grey, grey, r.rank, esc(format_output_time(r.last_time)));
   }
 }
 
@@ -269,7 +269,7 @@ std::string render_timeline_html(const Diagnosis& d, const Library& lib) {
     out += "<details open><summary>Evidence</summary><table><tr><th>rank</th><th>time</th><th>where</th><th>line</th></tr>";
     for (const Evidence& e : d.evidence)
       out += fmt::format("<tr><td>{}</td><td>{}</td><td><code>{}</code></td><td><pre>{}</pre></td></tr>",
-                         e.rank >= 0 ? std::to_string(e.rank) : "-", esc(format_timestamp(e.time)), esc(where_of(e)), esc(e.text, 600));
+                         e.rank >= 0 ? std::to_string(e.rank) : "-", esc(format_output_time(e.time)), esc(where_of(e)), esc(e.text, 600));
     out += "</table></details>\n";
   }
   return out + "</body></html>\n";
@@ -295,7 +295,7 @@ std::string render_timeline_text(const Diagnosis& d) {
   for (const auto& [key, g] : groups) {
     const RankSummary& ex = *g.example;
     std::string first = ex.first_event ? ex.first_event->pattern : "-";
-    std::string at = ex.first_event ? format_timestamp(ex.first_event->time) : "";
+    std::string at = ex.first_event ? format_output_time(ex.first_event->time) : "";
     std::string step = ex.last_step >= 0 ? std::to_string(ex.last_step) : "-";
     // A rank no line is prefixed with (named only by a message): show the line that names it.
     std::string last = ex.lines == 0 && ex.first_event ? "(no line of its own; named by " + where_of(*ex.first_event) + ")"

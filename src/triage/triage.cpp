@@ -29,7 +29,7 @@
 
 namespace firstfault {
 
-using nlohmann::json;
+using json = OutputJson;
 
 namespace {
 
@@ -71,10 +71,17 @@ void finish_output(JobOutput& o, Redactor* r, bool want_json, const Library& lib
   if (o.diagnosis) neutralize_diagnosis(*o.diagnosis);
   for (std::string* s : {&o.rec.job, &o.rec.error, &o.rec.first_error, &o.rec.host}) *s = safe_line(*s);
   if (want_json) {
-    json j = o.diagnosis ? diagnosis_to_json(*o.diagnosis, lib) : json::object();
+    // The row's own keys first, then the job's diagnosis (its fields as in `diagnose --format json`).
+    json j = json::object();
+    j["schema"] = kTriageJobSchema;
     j["type"] = "job";
     j["job"] = o.rec.job;
     if (!o.diagnosis || !o.rec.error.empty()) j["error"] = o.rec.error;
+    if (o.diagnosis) {
+      json d = diagnosis_to_json(*o.diagnosis, lib);
+      for (auto& [key, value] : d.items())
+        if (key != "schema") j[key] = std::move(value);
+    }
     o.line = j.dump(-1, ' ', false, json::error_handler_t::replace);
   }
   o.diagnosis.reset();
@@ -252,7 +259,7 @@ json summary_json(const Summary& s) {
   for (const auto& [j, e] : s.error_rows) errors.push_back({{"job", j}, {"error", e}});
   json hosts = json::array();
   for (const auto& h : s.hosts) hosts.push_back({{"host", h.host}, {"jobs", h.count}, {"entries", h.entries}});
-  return {{"type", "summary"},  {"jobs", s.jobs},     {"diagnosed", s.diagnosed}, {"unrecognized", s.unrecognized},
+  return {{"schema", kTriageSummarySchema}, {"type", "summary"},  {"jobs", s.jobs},     {"diagnosed", s.diagnosed}, {"unrecognized", s.unrecognized},
           {"incomplete", s.incomplete}, {"clean", s.clean},   {"errors", s.errors}, {"partial", s.partial}, {"bytes", s.bytes},         {"skipped_binary", s.skipped}, {"failures", groups},
           {"unrecognized_clusters", clusters}, {"error_rows", errors}, {"initiating_hosts", hosts}};
 }

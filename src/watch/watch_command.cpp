@@ -101,19 +101,19 @@ void defuse_alert(Alert& a) {
   }
 }
 
-nlohmann::json alert_to_json(const Alert& a, const Library& lib) {
+OutputJson alert_to_json(const Alert& a, const Library& lib) {
   const Diagnosis& d = a.diagnosis;
-  nlohmann::json j;
+  OutputJson j;
   j["schema"] = kAlertSchema;
   j["seq"] = a.seq;
   j["kind"] = a.kind;
   j["reason"] = a.reason;
   j["time"] = utc_iso(a.time);
-  j["entry"] = d.entry ? nlohmann::json(d.entry->id) : nlohmann::json(nullptr);
-  j["title"] = d.entry ? nlohmann::json(d.entry->title) : nlohmann::json(nullptr);
-  j["severity"] = d.entry ? nlohmann::json(d.entry->severity) : nlohmann::json(nullptr);
-  j["initiating_rank"] = d.initiating.rank ? nlohmann::json(*d.initiating.rank) : nlohmann::json(nullptr);
-  j["initiating_host"] = d.initiating.host.empty() ? nlohmann::json(nullptr) : nlohmann::json(d.initiating.host);
+  j["entry"] = d.entry ? OutputJson(d.entry->id) : OutputJson(nullptr);
+  j["title"] = d.entry ? OutputJson(d.entry->title) : OutputJson(nullptr);
+  j["severity"] = d.entry ? OutputJson(d.entry->severity) : OutputJson(nullptr);
+  j["initiating_rank"] = d.initiating.rank ? OutputJson(*d.initiating.rank) : OutputJson(nullptr);
+  j["initiating_host"] = d.initiating.host.empty() ? OutputJson(nullptr) : OutputJson(d.initiating.host);
   if (a.stall) {
     const StallInfo& s = *a.stall;
     j["stall"] = {{"scope", s.scope},
@@ -121,10 +121,10 @@ nlohmann::json alert_to_json(const Alert& a, const Library& lib) {
                   {"silent_seconds", std::chrono::duration<double>(s.silent).count()},
                   {"threshold_seconds", std::chrono::duration<double>(s.threshold).count()},
                   {"from_progress", s.from_progress},
-                  {"last_step", s.last_step >= 0 ? nlohmann::json(s.last_step) : nlohmann::json(nullptr)},
-                  {"last_line", s.last_line.empty() ? nlohmann::json(nullptr) : nlohmann::json(s.last_line)},
-                  {"file", s.file.empty() ? nlohmann::json(nullptr) : nlohmann::json(s.file)},
-                  {"line", s.line ? nlohmann::json(s.line) : nlohmann::json(nullptr)},
+                  {"last_step", s.last_step >= 0 ? OutputJson(s.last_step) : OutputJson(nullptr)},
+                  {"last_line", s.last_line.empty() ? OutputJson(nullptr) : OutputJson(s.last_line)},
+                  {"file", s.file.empty() ? OutputJson(nullptr) : OutputJson(s.file)},
+                  {"line", s.line ? OutputJson(s.line) : OutputJson(nullptr)},
                   {"active_ranks", s.active_ranks}};
   } else {
     j["stall"] = nullptr;

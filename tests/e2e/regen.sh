@@ -12,8 +12,11 @@ cases=("$@")
 for c in "${cases[@]}"; do
   d=tests/e2e/$c
   read -r -a args < "$d/cmd"
+  input=/dev/null
+  n=${#args[@]}
+  if [ "$n" -ge 2 ] && [ "${args[n-2]}" = "<" ]; then input=${args[n-1]}; args=("${args[@]:0:n-2}"); fi
   set +e
-  "$bin" "${args[@]}" > "$d/expected.out" 2>/dev/null
+  "$bin" "${args[@]}" < "$input" > "$d/expected.out" 2>/dev/null
   echo $? > "$d/expected.rc"
   set -e
   echo "regenerated $c (exit $(cat "$d/expected.rc"))"

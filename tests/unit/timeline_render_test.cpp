@@ -1,4 +1,6 @@
 // The timeline's views (render/timeline_render.h) and the per-rank summaries they draw.
+#include <sys/time.h>
+
 #include <catch2/catch.hpp>
 
 #include "firstfault/app/pipeline.h"
@@ -60,7 +62,27 @@ TEST_CASE_METHOD(Fixture, "timeline: a rank's first event is the diagnosed entry
 TEST_CASE_METHOD(Fixture, "timeline: the text view has a time column") {
   std::string text = render_timeline_text(kb("nccl-collective-timeout"));
   CHECK_THAT(text, Catch::Contains("first event at"));
-  CHECK_THAT(text, Catch::Contains(" --11-07T10:02:41"));
+  CHECK_THAT(text, Catch::Contains("-11-07T10:02:41"));  // the year is the file's (next test)
+}
+
+TEST_CASE_METHOD(Fixture, "timeline: a log without a year takes it from its file's modification time, else shows no date") {
+  const std::string log =
+      "Nov 12 14:20:00 gpu-a17 kernel: NVRM: Xid (PCI:0000:9a:00): 79, pid=48215, name=python, GPU has fallen off the bus.\n"
+      "Feb 28 09:00:00 gpu-a17 systemd[1]: Started Session 4 of user root.\n";
+  test::TempDir dir;
+  std::string path = dir.write("node.log", log);
+  // Modified on 2025-03-10: February is that year's, November (later than March) the year before.
+  struct timeval at[2] = {{1741608000, 0}, {1741608000, 0}};
+  REQUIRE(::utimes(path.c_str(), at) == 0);
+  Diagnosis d = analyze_paths({path}, matcher, {}).diagnosis;
+  REQUIRE(d.initiating.first_evidence);
+  CHECK(format_output_time(d.initiating.first_evidence->time) == "2024-11-12T14:20:00");
+  // The same lines on stdin: no file to date them, so the outputs show the time of day only.
+  Timestamp no_year;
+  no_year.kind = Timestamp::kNoYear;
+  no_year.ms = make_ms(2000, 11, 12, 14, 20, 0, 0);
+  CHECK(format_output_time(no_year) == "14:20:00");
+  CHECK(format_timestamp(no_year) == "--11-12T14:20:00");  // the internal form keeps the date
 }
 
 TEST_CASE_METHOD(Fixture, "timeline: the HTML page labels the initiating lane, shows the evidence, and is self-contained") {

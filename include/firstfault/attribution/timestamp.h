@@ -31,5 +31,9 @@ int year_of(const Timestamp& t);
 int month_of(const Timestamp& t);
 // "2024-11-20T14:37:16.012" (kFull), "--11-20T14:37:16" (kNoYear), "boot+12345.678s" (kBoot), "" (kNone).
 std::string format_timestamp(const Timestamp& t);
+// The form every output prints: as format_timestamp, but a time whose year nobody knows (no line
+// of the job has one and no input file dates it, e.g. on stdin) shows its time of day only,
+// "14:37:16", never the ISO "--11-20" partial date that few parsers accept (docs/json-schema.md).
+std::string format_output_time(const Timestamp& t);
 
 }  // namespace firstfault

@@ -95,6 +95,10 @@ class Correlator {
   // With `view_lasts`, as for observe_line(): the line is copied at settle_tails().
   void add_step(size_t def, int rank, std::string_view step, std::string_view line, bool view_lasts = false);
   void set_inputs(std::vector<InputSummary> inputs) { inputs_ = std::move(inputs); }
+  // Dates year-less times when no line of the job has a year: the year of the newest input's
+  // modification time, one less for a month later than that time's (a log is written before
+  // its file's last change, as syslog readers assume).
+  void set_file_date(int year, int month) { file_year_ = year, file_month_ = month; }
 
   // Appends the state of a correlator that read the *following* part of the same input
   // (parallel reading of one large file); its line numbers are shifted by `line_offset`.
@@ -230,7 +234,10 @@ class Correlator {
   void apply_tail_progress();
   std::vector<InputSummary> inputs_;
   uint64_t order_ = 0;
-  int ref_year_ = 0;
+  int ref_year_ = 0;  // the year of the job's first full timestamp
+  // The newest input file's modification date (set_file_date): the year of year-less times when
+  // no line has a year.
+  int file_year_ = 0, file_month_ = 0;
   Limits limits_;
   bool ranks_truncated_ = false;
   uint64_t texts_cut_ = 0;  // matched lines whose stored text hit kMaxEventText

@@ -15,6 +15,7 @@
 
 #include "firstfault/util/redact.h"
 #include "firstfault/correlator/diagnosis.h"
+#include "firstfault/render/render.h"
 #include "firstfault/signatures/library.h"
 #include "firstfault/util/result.h"
 
@@ -36,8 +37,8 @@ struct CiRenderOptions {
 
 std::string render_github(const Diagnosis& d, const Library& lib, const CiRenderOptions& o);
 std::string render_markdown(const Diagnosis& d, const Library& lib, const CiRenderOptions& o);
-nlohmann::json render_sarif(const Diagnosis& d, const Library& lib, const CiRenderOptions& o);
-nlohmann::json render_gitlab(const Diagnosis& d, const Library& lib, const CiRenderOptions& o);
+OutputJson render_sarif(const Diagnosis& d, const Library& lib, const CiRenderOptions& o);
+OutputJson render_gitlab(const Diagnosis& d, const Library& lib, const CiRenderOptions& o);
 std::string render_junit(const Diagnosis& d, const Library& lib, const CiRenderOptions& o);
 
 // Writes `format` to `out` (and, for github, the step summary). An error names the file that

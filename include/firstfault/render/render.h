@@ -10,17 +10,23 @@
 namespace firstfault {
 
 inline constexpr const char* kDiagnosisSchema = "firstfault.diagnosis/v1";
+inline constexpr const char* kEntrySchema = "firstfault.entry/v1";  // explain --format json
+
+// Every JSON document firstfault prints keeps its keys in reading order (schema and verdict
+// first, then the answer, then the details), so a person reading `--format json` sees the
+// answer before the bookkeeping. Parsers are unaffected; see docs/json-schema.md.
+using OutputJson = nlohmann::ordered_json;
 
 struct TextStyle {
   bool color = false;
   bool verbose = false;  // every rank's last line, all evidence
 };
 
-nlohmann::json diagnosis_to_json(const Diagnosis& d, const Library& lib);
+OutputJson diagnosis_to_json(const Diagnosis& d, const Library& lib);
 std::string render_text(const Diagnosis& d, const Library& lib, const TextStyle& style);
-nlohmann::json entry_to_json(const Entry& e, const Library& lib);
-nlohmann::json evidence_to_json(const Evidence& e);
-nlohmann::json action_to_json(const Action& a);  // {kind, exclude_hosts, exclude_gpus, reason}
+OutputJson entry_to_json(const Entry& e, const Library& lib);
+OutputJson evidence_to_json(const Evidence& e);
+OutputJson action_to_json(const Action& a);  // {kind, exclude_hosts, exclude_gpus, reason}
 
 // What every renderer says when no initiating rank is named: "none (job-wide)" when the
 // decision is that the cause is job-wide, "unknown" otherwise.
@@ -50,6 +56,6 @@ std::string action_label(const Action& a);
 std::string read_summary(const Diagnosis& d);
 
 // JSON text that stays valid whatever bytes the log held.
-std::string dump_json(const nlohmann::json& j, int indent = 2);
+std::string dump_json(const OutputJson& j, int indent = 2);
 
 }  // namespace firstfault

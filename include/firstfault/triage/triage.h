@@ -13,6 +13,10 @@
 
 namespace firstfault {
 
+// `triage -f jsonl`: one job row per job (a diagnosis with the row's keys first), then one summary.
+inline constexpr const char* kTriageJobSchema = "firstfault.triage-job/v1";
+inline constexpr const char* kTriageSummarySchema = "firstfault.triage-summary/v1";
+
 struct TriageOptions {
   CommonOptions common;
   std::vector<std::string> paths;

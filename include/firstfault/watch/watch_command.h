@@ -61,7 +61,7 @@ struct WatchOptions {
 // complete log diagnoses a failure, 1 when not, like `diagnose`). 2 for usage errors.
 int run_watch(const WatchOptions& o, std::ostream& out);
 
-nlohmann::json alert_to_json(const Alert& a, const Library& lib);
+OutputJson alert_to_json(const Alert& a, const Library& lib);
 // --redact: masks every log-derived string of `a` (its diagnosis, reason and stall line) in
 // place. One Redactor serves the whole watch, so a node keeps its host-N from alert to alert.
 void redact_alert(Alert& a, Redactor& r);
