@@ -252,6 +252,10 @@ int main(int argc, char** argv) {
       ->type_name("DURATION");
   watch->add_option("--metrics-file", wopt.metrics_file, "Keep Prometheus metrics in this file (node_exporter textfile collector)")
       ->type_name("FILE");
+  watch->add_option("--metrics-label", wopt.metrics_labels,
+                    "Add KEY=VALUE to every metric (repeatable), e.g. job=$SLURM_JOB_ID, so that two watches on a node stay apart")
+      ->type_name("KEY=VALUE")
+      ->allow_extra_args(false);  // one pair per flag: a path after it stays a path
   watch->add_option("--update-interval", wopt.update_interval, "Least time between two alerts about one failure (default 2s)")
       ->type_name("DURATION");
   watch->add_option("--color", wopt.color, "Colour: auto, always, never")->check(CLI::IsMember({"auto", "always", "never"}));

@@ -74,6 +74,8 @@ void render_traceback(std::string& out, const Traceback& t, const std::string& i
   if (!t.user_frame) out += indent + "  (every frame is library code: the call into it is where your code is)\n";
 }
 
+void render_entry_body(std::string& out, const Diagnosis& d, const Library& lib, const TextStyle& style);
+
 }  // namespace
 
 std::string no_rank_phrase(const RankDecision& r) { return r.method == "job-wide" ? "none (job-wide)" : "unknown"; }
@@ -195,6 +197,14 @@ std::string render_text(const Diagnosis& d, const Library& lib, const TextStyle&
       out += fmt::format("Note: some detail was dropped at a bound: {}\n", safe(fmt::format("{}", fmt::join(d.limits.dropped, "; "))));
     return out;
   }
+  out += render_text_head(d, style);
+  render_entry_body(out, d, lib, style);
+  return out;
+}
+
+std::string render_text_head(const Diagnosis& d, const TextStyle& style) {
+  Paint paint{style.color};
+  std::string out;
   const Entry& e = *d.entry;
   out += paint("1", e.title) + "  [" + e.id + "]\n";
   out += fmt::format("  {} · severity {} · confidence {:.2f}\n", e.category, e.severity, d.confidence);
@@ -217,9 +227,17 @@ std::string render_text(const Diagnosis& d, const Library& lib, const TextStyle&
     if (d.traceback && r.first_evidence && d.traceback->exception_line == first->line) render_traceback(out, *d.traceback, "    ");
   }
   if (std::string details = notable_details(d); !details.empty()) out += "  details: " + details + "\n";
-  out += "\n" + paint("1", "Collateral: ") + safe(d.collateral.summary) + "\n\n";
+  out += "\n" + paint("1", "Collateral: ") + safe(d.collateral.summary) + "\n";
+  return out;
+}
 
-  out += paint("1", "Root cause") + "\n";
+namespace {
+
+// The entry's text (root cause to references), the alternatives, and with --verbose the evidence.
+void render_entry_body(std::string& out, const Diagnosis& d, const Library& lib, const TextStyle& style) {
+  Paint paint{style.color};
+  const Entry& e = *d.entry;
+  out += "\n" + paint("1", "Root cause") + "\n";
   wrap(out, e.root_cause, "  ");
   out += "\n" + paint("1", "How to confirm") + "\n";
   for (size_t i = 0; i < e.confirm.size(); ++i) wrap(out, fmt::format("{}. {}", i + 1, e.confirm[i]), "  ");
@@ -249,8 +267,9 @@ std::string render_text(const Diagnosis& d, const Library& lib, const TextStyle&
     out += fmt::format("\nNote: some detail was dropped at a bound: {}\n", safe(fmt::format("{}", fmt::join(d.limits.dropped, "; "))));
   if (d.skipped_inputs)
     out += fmt::format("\nNote: {} binary file(s) skipped (-v names them on stderr)\n", d.skipped_inputs);
-  return out;
 }
+
+}  // namespace
 
 std::string read_summary(const Diagnosis& d) {
   std::string skipped = d.skipped_inputs ? fmt::format("; {} binary file(s) skipped", d.skipped_inputs) : "";

@@ -143,9 +143,36 @@ std::string render_alert_text(const Alert& a, const Library& lib, const TextStyl
                        safe(truncate_utf8(a.stall->last_line, 400)));
   }
   out += "\n";
-  if (a.diagnosis.verdict == "diagnosed" || !stall) out += render_text(a.diagnosis, lib, style);
+  if (a.entry_shown_in && a.diagnosis.entry) {  // what changed, not the same entry again
+    out += render_text_head(a.diagnosis, style);
+    out += fmt::format("(root cause, fix and references: alert #{})\n", a.entry_shown_in);
+  } else if (a.diagnosis.verdict == "diagnosed" || !stall) {
+    out += render_text(a.diagnosis, lib, style);
+  }
   out += "\n";
   return out;
+}
+
+// --metrics-label KEY=VALUE, each checked; the reason on stderr when one is wrong.
+static std::optional<MetricLabels> metric_labels(const WatchOptions& o) {
+  MetricLabels labels;
+  for (const std::string& pair : o.metrics_labels) {
+    size_t eq = pair.find('=');
+    std::string key = pair.substr(0, eq);
+    auto problem = eq == std::string::npos ? std::optional<std::string>("expected KEY=VALUE") : metric_label_problem(key);
+    if (!problem && std::any_of(labels.begin(), labels.end(), [&](const auto& l) { return l.first == key; }))
+      problem = "given twice";
+    if (problem) {
+      fmt::print(stderr, "firstfault: --metrics-label '{}': {}\n", safe_line(pair), *problem);
+      return std::nullopt;
+    }
+    labels.emplace_back(key, pair.substr(eq + 1));
+  }
+  if (!labels.empty() && o.metrics_file.empty()) {
+    fmt::print(stderr, "firstfault: --metrics-label needs --metrics-file\n");
+    return std::nullopt;
+  }
+  return labels;
 }
 
 int run_watch(const WatchOptions& o, std::ostream& out) {
@@ -166,6 +193,8 @@ int run_watch(const WatchOptions& o, std::ostream& out) {
   if (!update || !exec_timeout) return kExitUsage;
   cfg.update_interval = *update;
   if (!rank_from_ok(o.rank_from)) return kExitUsage;
+  auto labels = metric_labels(o);
+  if (!labels) return kExitUsage;
   if (!o.metrics_file.empty()) {
     // Fail now, not at the first write, when the file can never be written.
     if (Status s = write_file_atomically(o.metrics_file, "# firstfault watch starting\n"); !s.ok()) {
@@ -206,7 +235,7 @@ int run_watch(const WatchOptions& o, std::ostream& out) {
     WatchStatus st = watcher.status();
     if (redact) redact_status(st, redactor);
     double now_s = unix_seconds(std::chrono::system_clock::now());
-    Status s = write_file_atomically(o.metrics_file, render_metrics(st, now_s));
+    Status s = write_file_atomically(o.metrics_file, render_metrics(st, now_s, *labels));
     if (!s.ok() && !metrics_failing) report("--metrics-file: " + s.message());  // once, not every second
     if (s.ok() && metrics_failing) report("--metrics-file: writing again");
     metrics_failing = !s.ok();

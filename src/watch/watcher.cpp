@@ -218,7 +218,9 @@ void Watcher::emit(std::string kind, std::string reason, Diagnosis d, std::optio
   a.diagnosis = std::move(d);
   a.stall = std::move(stall);
   alert_counts_[{a.kind, a.diagnosis.entry ? a.diagnosis.entry->id : ""}]++;
+  if (a.kind == "update" && last_alerted_.entry && last_alerted_.entry == a.diagnosis.entry) a.entry_shown_in = entry_shown_in_;
   if (a.kind == "failure" || a.kind == "update" || a.kind == "final") {
+    if (!a.entry_shown_in) entry_shown_in_ = a.seq;
     last_key_ = alert_key(a.diagnosis);
     last_alerted_ = a.diagnosis;
     last_alert_at_ = Clock::now();

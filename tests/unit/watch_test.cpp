@@ -174,6 +174,13 @@ TEST_CASE("watch: the alert for a root event arrives within a second, and the ca
   CHECK(update->alert.diagnosis.entry->id == "cuda-oom");
   CHECK(update->alert.diagnosis.collateral.ranks == std::vector<int>{0, 1, 3});
   CHECK_THAT(update->alert.reason, Catch::Contains("collateral"));
+  // Its text says what changed, and points at the alert that explained the entry.
+  CHECK(update->alert.entry_shown_in == got->alert.seq);
+  std::string text = render_alert_text(update->alert, library(), TextStyle{});
+  CHECK_THAT(text, Catch::Contains("Collateral: ranks 0-1,3"));
+  CHECK_THAT(text, Catch::Contains(fmt::format("(root cause, fix and references: alert #{})", got->alert.seq)));
+  CHECK_THAT(text, !Catch::Contains("Root cause"));
+  CHECK_THAT(render_alert_text(got->alert, library(), TextStyle{}), Catch::Contains("Root cause"));
   run.stop();
   // Nothing is alerted twice: one failure, and updates only for changes.
   auto all = run.alerts();
@@ -355,6 +362,25 @@ TEST_CASE("watch: durations on the command line") {
   CHECK(format_duration(600000ms) == "10m 0s");
   CHECK(format_duration(42000ms) == "42s");
   CHECK(format_duration(850ms) == "850ms");
+}
+
+TEST_CASE("watch: --metrics-label adds its pairs to every series, and only valid label names pass") {
+  WatchStatus s;
+  s.ranks.push_back({0, 120, 1.5, 0.25});
+  s.alerts[{"failure", "cuda-oom"}] = 1;
+  std::string text = render_metrics(s, 1700000000.0, {{"job", "4711"}, {"node", "gpu-\"a\""}});
+  CHECK_THAT(text, Catch::Contains("firstfault_watch_alerts_total{job=\"4711\",node=\"gpu-\\\"a\\\"\",kind=\"failure\",entry=\"cuda-oom\"} 1\n"));
+  CHECK_THAT(text, Catch::Contains("firstfault_watch_last_progress_step{job=\"4711\",node=\"gpu-\\\"a\\\"\",rank=\"0\"} 120\n"));
+  CHECK_THAT(text, Catch::Contains("firstfault_watch_stalled{job=\"4711\",node=\"gpu-\\\"a\\\"\"} 0\n"));
+  for (const auto& l : split_lines(text))  // every sample, none without the pairs
+    if (!l.empty() && l[0] != '#') CHECK_THAT(l, Catch::Contains("{job=\"4711\","));
+  CHECK_FALSE(metric_label_problem("job"));
+  CHECK_FALSE(metric_label_problem("slurm_job_id"));
+  CHECK(metric_label_problem("rank"));      // firstfault's own
+  CHECK(metric_label_problem("__name__"));  // Prometheus's
+  CHECK(metric_label_problem("9lives"));
+  CHECK(metric_label_problem("a-b"));
+  CHECK(metric_label_problem(""));
 }
 
 TEST_CASE("watch: metrics are Prometheus text with escaped labels, replaced atomically") {

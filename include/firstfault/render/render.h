@@ -24,6 +24,9 @@ struct TextStyle {
 
 OutputJson diagnosis_to_json(const Diagnosis& d, const Library& lib);
 std::string render_text(const Diagnosis& d, const Library& lib, const TextStyle& style);
+// Of a diagnosed failure: its title, category, action, initiating rank with its evidence, and
+// collateral, without the entry's text (watch's updates about an entry already shown).
+std::string render_text_head(const Diagnosis& d, const TextStyle& style);
 OutputJson entry_to_json(const Entry& e, const Library& lib);
 OutputJson evidence_to_json(const Evidence& e);
 OutputJson action_to_json(const Action& a);  // {kind, exclude_hosts, exclude_gpus, reason}

@@ -53,6 +53,7 @@ struct WatchOptions {
   std::string exec;                    // shell command run per alert
   std::string exec_timeout = "30s";
   std::string metrics_file;
+  std::vector<std::string> metrics_labels;  // --metrics-label KEY=VALUE, repeatable
   std::string update_interval = "2s";
   std::optional<RedactLevel> redact;          // --redact / --no-redact; unset: off (text and jsonl)
 };

@@ -54,6 +54,9 @@ struct Alert {
   std::chrono::system_clock::time_point time;
   Diagnosis diagnosis;
   std::optional<StallInfo> stall;
+  // An update about the entry that alert #N already explained in full (root cause, fix): the
+  // text form then shows only what changed. 0 for every other alert.
+  uint64_t entry_shown_in = 0;
 };
 
 // Live numbers for --metrics-file.
@@ -157,6 +160,7 @@ class Watcher : private FollowSink, private LineObserver {
   bool alerted_ = false;        // a failure alert was raised (context events may refine it)
   std::string last_key_;        // what the last failure/update alert said
   Diagnosis last_alerted_;
+  uint64_t entry_shown_in_ = 0;  // the alert that last showed last_alerted_'s entry in full
   std::optional<Diagnosis> pending_;  // a change not yet alerted (update_interval)
   Clock::time_point last_alert_at_{};
   Clock::time_point last_snapshot_at_{};
