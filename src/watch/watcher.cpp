@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <filesystem>
 
 #include "firstfault/action/action.h"
 #include "firstfault/app/pipeline.h"
@@ -67,8 +68,27 @@ struct Watcher::Input {
   std::unique_ptr<LineFeed> feed;
 };
 
+namespace {
+
+// Whether the watched paths (or the files of a watched directory, as they are at start) hold a
+// Kubeflow PyTorchJob's master pod log: then `worker-N` is rank N+1, as in diagnose.
+bool watches_pytorchjob_pods(const WatchConfig& cfg) {
+  if (!cfg.rank_from.empty()) return false;
+  std::error_code ec;
+  for (const std::string& p : cfg.paths) {
+    if (names_pytorchjob_master(p)) return true;
+    if (!std::filesystem::is_directory(p, ec)) continue;
+    for (std::filesystem::recursive_directory_iterator it(p, ec), end; !ec && it != end; it.increment(ec))
+      if (names_pytorchjob_master(it->path().string())) return true;
+  }
+  return false;
+}
+
+}  // namespace
+
 Watcher::Watcher(const Matcher& matcher, WatchConfig config)
-    : matcher_(matcher), cfg_(std::move(config)), corr_(matcher.library(), matcher.tail_patterns()) {
+    : matcher_(matcher), cfg_(std::move(config)), corr_(matcher.library(), matcher.tail_patterns()),
+      pytorchjob_pods_(watches_pytorchjob_pods(cfg_)) {
   const Library& lib = matcher.library();
   def_kind_.assign(lib.patterns.size(), 0);
   for (const Entry& e : lib.entries)
@@ -85,7 +105,7 @@ Watcher::~Watcher() = default;
 void Watcher::stream_opened(size_t id, const std::string& path, bool is_stdin) {
   auto in = std::make_unique<Input>();
   in->summary.path = path;
-  in->attributor = LineAttributor(is_stdin ? FileIdentity{} : identity_from_path(path, cfg_.rank_from));
+  in->attributor = LineAttributor(is_stdin ? FileIdentity{} : identity_from_path(path, cfg_.rank_from, pytorchjob_pods_));
   in->feed = std::make_unique<LineFeed>(matcher_, corr_, in->attributor, static_cast<uint32_t>(id), in->summary,
                                         static_cast<LineObserver*>(this));
   inputs_.push_back(std::move(in));

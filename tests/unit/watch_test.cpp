@@ -188,6 +188,22 @@ TEST_CASE("watch: the alert for a root event arrives within a second, and the ca
   for (size_t i = 1; i < all.size(); ++i) CHECK(all[i].alert.seq == all[i - 1].alert.seq + 1);
 }
 
+TEST_CASE("watch: a Kubeflow PyTorchJob's pod logs are numbered as diagnose numbers them (worker-N is rank N+1)") {
+  test::TempDir dir;
+  std::string master = dir.write("pods/train-master-0.log", "step 1 loss 2.31\n");
+  std::string worker = dir.write("pods/train-worker-0.log", "step 1 loss 2.30\n");
+  WatchConfig cfg;
+  cfg.paths = {dir.path() + "/pods"};
+  cfg.update_interval = 0ms;
+  Run run(cfg);
+  std::this_thread::sleep_for(200ms);
+  append(worker, "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB. GPU 0 has a total capacity of 79.10 GiB\n");
+  auto got = run.wait_alert("failure");
+  REQUIRE(got);
+  REQUIRE(got->alert.diagnosis.initiating.rank);
+  CHECK(*got->alert.diagnosis.initiating.rank == 1);
+}
+
 TEST_CASE("watch: follows a file through rename rotation and copytruncate without reading anything twice") {
   test::TempDir dir;
   std::string log = dir.write("train.log", step(0, 1) + step(1, 1));

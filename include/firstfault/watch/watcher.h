@@ -170,6 +170,7 @@ class Watcher : private FollowSink, private LineObserver {
   Clock::time_point last_line_at_{};
   bool job_stalled_ = false;
   uint64_t seq_ = 0;
+  bool pytorchjob_pods_ = false;  // a PyTorchJob's master pod log is watched: worker-N is rank N+1
   uint64_t bytes_ = 0;
   std::map<std::pair<std::string, std::string>, uint64_t> alert_counts_;
 };
