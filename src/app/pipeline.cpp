@@ -10,7 +10,6 @@
 #include <condition_variable>
 #include <csignal>
 #include <cstring>
-#include <ctime>
 #include <filesystem>
 #include <mutex>
 #include <set>
@@ -260,18 +259,16 @@ Status read_member(struct archive* a, const std::string& name, uint32_t index, c
   return s;
 }
 
-// The UTC year and month of the newest input file's modification time (an archive member's is
-// its archive's), for year-less log times; none for stdin alone.
-static std::optional<std::pair<int, int>> newest_file_date(const std::vector<InputSource>& inputs) {
-  time_t newest = 0;
+// The newest input file's modification time (an archive member's is its archive's), in ms
+// since 1970, for year-less log times; 0 for stdin alone.
+static int64_t newest_file_time_ms(const std::vector<InputSource>& inputs) {
+  int64_t newest = 0;
   for (const auto& in : inputs) {
     struct stat st {};
     if (!in.is_stdin && ::stat((in.archive.empty() ? in.path : in.archive).c_str(), &st) == 0)
-      newest = std::max(newest, st.st_mtime);
+      newest = std::max<int64_t>(newest, static_cast<int64_t>(st.st_mtime) * 1000);
   }
-  struct tm utc {};
-  if (newest <= 0 || !gmtime_r(&newest, &utc)) return std::nullopt;
-  return std::make_pair(utc.tm_year + 1900, utc.tm_mon + 1);
+  return newest;
 }
 
 JobResult analyze_job(const std::vector<InputSource>& inputs, const Matcher& matcher, const AnalyzeOptions& job_options) {
@@ -318,7 +315,7 @@ JobResult analyze_job(const std::vector<InputSource>& inputs, const Matcher& mat
   for (size_t i = 0; i < inputs.size(); ++i)
     if (!summaries[i].skipped.empty()) result.skipped.push_back({inputs[i].path, summaries[i].skipped, inputs[i].named});
   bool nothing_read = read_nothing(summaries);
-  if (auto date = newest_file_date(inputs)) corr.set_file_date(date->first, date->second);
+  if (int64_t mtime = newest_file_time_ms(inputs); mtime > 0) corr.set_file_time(mtime);
   corr.set_inputs(std::move(summaries));
   result.diagnosis = corr.finish();
   if (nothing_read) result.diagnosis.verdict = "error";

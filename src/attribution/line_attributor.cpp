@@ -568,6 +568,37 @@ size_t p_iso_plain(sv s, Attribution& a) {
   return j;
 }
 
+// RFC 3339 syslog (rsyslog's file format, `journalctl -o short-iso`):
+// "2026-11-05T10:00:00.123456+00:00 host kernel: " or "... host ident[pid]: ". The ident must
+// be "kernel:" or carry its pid, so that a timestamped program line ("... step 5: loss") is not
+// taken for a host.
+size_t p_iso_syslog(sv s, Attribution& a) {
+  Timestamp t;
+  size_t n = parse_iso(s, t);
+  if (!n || n + 1 >= s.size() || s[n] != ' ') return 0;
+  size_t host_end = s.find(' ', n + 1);
+  if (host_end == sv::npos) return 0;
+  sv host = s.substr(n + 1, host_end - n - 1);
+  bool letter = false, valid = !host.empty() && host[0] != '-' && !is_level(host);
+  for (char c : host) {
+    letter = letter || std::isalpha(static_cast<unsigned char>(c));
+    valid = valid && (std::isalnum(static_cast<unsigned char>(c)) || c == '.' || c == '_' || c == '-');
+  }
+  size_t ident_end = s.find(' ', host_end + 1);
+  if (!valid || !letter || ident_end == sv::npos) return 0;
+  sv ident = s.substr(host_end + 1, ident_end - host_end - 1);
+  bool with_pid = ident.size() > 4 && ident.substr(ident.size() - 2) == "]:" && ident.find('[') != sv::npos &&
+                  ident.find('[') > 0;
+  if (with_pid) {
+    sv pid = ident.substr(ident.find('[') + 1, ident.size() - ident.find('[') - 3);
+    with_pid = !pid.empty() && std::all_of(pid.begin(), pid.end(), [](char c) { return is_digit(c); });
+  }
+  if (ident != "kernel:" && !with_pid) return 0;
+  a.time = t;
+  a.host = host;
+  return ident_end + 1;
+}
+
 // vLLM: "INFO 05-16 09:49:32 [parallel_state.py:1004] " (also without the bracket in older versions)
 size_t p_vllm(sv s, Attribution& a) {
   if (s.empty() || !is_level_initial(s[0])) return 0;
@@ -818,7 +849,7 @@ namespace {
 // Every prefix parser, by the id an AttributionPlan records.
 enum Parser : uint8_t {
   kStreamTag, kBareSgr, kBracketRank, kC10Header, kBracketTime, kOmpi, kKubePrefix, kDmesg, kRay, kCri, kIsoPlain,
-  kSlurmLabel, kPdsh, kNccl, kGlog, kSyslog, kVllm, kPylogDefault, kCaretSgr, kCompose, kParserCount
+  kSlurmLabel, kPdsh, kNccl, kGlog, kSyslog, kVllm, kPylogDefault, kCaretSgr, kCompose, kIsoSyslog, kParserCount
 };
 
 size_t run_parser(Parser p, sv s, Attribution& a, bool pdsh) {
@@ -840,6 +871,7 @@ size_t run_parser(Parser p, sv s, Attribution& a, bool pdsh) {
     case kNccl: return p_nccl(s, a);
     case kGlog: return p_glog(s, a);
     case kSyslog: return p_syslog(s, a);
+    case kIsoSyslog: return p_iso_syslog(s, a);
     case kVllm: return p_vllm(s, a);
     case kPylogDefault: return p_pylog_default(s, a);
     case kCaretSgr: return p_caret_sgr(s, a);
@@ -934,7 +966,7 @@ size_t candidates(char c, bool outermost, Parser* out) {
   } else if (c == '^') {
     out[n++] = kCaretSgr;
   } else if (is_digit(c)) {
-    for (Parser p : {kCri, kIsoPlain, kSlurmLabel}) out[n++] = p;
+    for (Parser p : {kIsoSyslog, kCri, kIsoPlain, kSlurmLabel}) out[n++] = p;
     if (outermost) out[n++] = kStreamTag;
     if (outermost) out[n++] = kPdsh;
     out[n++] = kNccl;

@@ -273,7 +273,7 @@ int main(int argc, char** argv) {
   TriageOptions tropt;
   auto* triage = app.add_subcommand("triage", "Diagnose many archived jobs in parallel and group them by failure");
   triage->add_option("paths", tropt.paths, "Files, directories of jobs, or archives (.tar, .tar.gz, .tar.zst, .zip)")->type_name("PATH");
-  triage->add_option("-f,--format", tropt.format, "Output format")->check(CLI::IsMember({"table", "jsonl", "csv", "markdown"}));
+  triage->add_option("-f,--format", tropt.format, "Output format")->check(CLI::IsMember({"table", "jsonl", "csv", "markdown", "html"}));
   triage->add_option("-j,--jobs", tropt.jobs, "Jobs analysed in parallel (default: all cores)");
   triage->add_option("--job-depth", tropt.job_depth, "In directories and archives, a job is a path this many levels down (0: the whole directory or archive)");
   triage->add_option("--job-pattern", tropt.job_pattern, "A job is a relative path fully matching this regex (overrides --job-depth)");
@@ -284,6 +284,9 @@ int main(int argc, char** argv) {
       ->allow_extra_args(true);
   triage->add_option("--rank-from", tropt.rank_from, "Regex with one capture group that takes the rank from a file path");
   triage->add_flag("!--no-progress", tropt.progress, "No progress bar on stderr");
+  triage->add_option("--since", tropt.since, "Only jobs dated on or after this day (YYYY-MM-DD; from the failure's log time, else a date in the job's path)")
+      ->type_name("DATE");
+  triage->add_option("--until", tropt.until, "Only jobs dated on or before this day (YYYY-MM-DD)")->type_name("DATE");
   RedactFlag triage_redact;
   add_redact(triage, triage_redact, " (default: pii for markdown, none otherwise)");
   add_file_choice(triage, tropt.files);

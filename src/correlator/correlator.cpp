@@ -241,7 +241,15 @@ int64_t Correlator::time_key(const Timestamp& t) const {
 Timestamp Correlator::in_job_year(const Timestamp& t) const {
   if (t.kind != Timestamp::kNoYear) return t;
   if (ref_year_) return with_year(t, ref_year_);
-  if (file_year_) return with_year(t, month_of(t) > file_month_ ? file_year_ - 1 : file_year_);
+  if (file_time_ms_) {
+    Timestamp file;
+    file.kind = Timestamp::kFull;
+    file.ms = file_time_ms_;
+    int year = year_of(file);
+    Timestamp dated = with_year(t, year);
+    // A day of slack: log times are local, the modification time is UTC.
+    return dated.ms > file_time_ms_ + 86400000LL ? with_year(t, year - 1) : dated;
+  }
   return t;
 }
 
@@ -249,7 +257,7 @@ bool Correlator::earlier(const Event& a, const Event& b) const {
   bool ta = a.time.kind == Timestamp::kFull || a.time.kind == Timestamp::kNoYear;
   bool tb = b.time.kind == Timestamp::kFull || b.time.kind == Timestamp::kNoYear;
   // Year-less times are comparable with full ones only once a year is known.
-  if (ta && tb && (a.time.kind == b.time.kind || ref_year_ || file_year_)) {
+  if (ta && tb && (a.time.kind == b.time.kind || ref_year_ || file_time_ms_)) {
     int64_t ka = time_key(a.time), kb = time_key(b.time);
     // One-second resolution on most formats: within a second, arrival order decides.
     if (std::llabs(ka - kb) >= 1000) return ka < kb;

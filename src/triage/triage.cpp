@@ -1,6 +1,7 @@
 #include "firstfault/triage/triage.h"
 
 #include <fmt/format.h>
+#include <re2/re2.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -22,6 +23,7 @@
 #include "firstfault/render/markdown.h"
 #include "firstfault/render/render.h"
 #include "firstfault/signatures/loader.h"
+#include "firstfault/triage/summary.h"
 #include "firstfault/util/line_template.h"
 #include "firstfault/util/redact.h"
 #include "firstfault/util/safe_text.h"
@@ -32,6 +34,51 @@ namespace firstfault {
 using json = OutputJson;
 
 namespace {
+
+// "YYYY-MM-DD" of a wall-clock time with a year, "" otherwise.
+std::string date_of(const Timestamp& t) {
+  return t.kind == Timestamp::kFull ? format_timestamp(t).substr(0, 10) : "";
+}
+
+}  // namespace
+
+std::string job_date(const Diagnosis& d, const std::string& job_path) {
+  // The failure's own moment first: the decisive line, the first error, the suspect's line.
+  for (const auto* e : {d.initiating.first_evidence ? &*d.initiating.first_evidence : nullptr,
+                        d.first_error ? &*d.first_error : nullptr,
+                        d.suspect && d.suspect->first_evidence ? &*d.suspect->first_evidence : nullptr})
+    if (e)
+      if (std::string date = date_of(e->time); !date.empty()) return date;
+  // Then when the log last printed (a clean or stopped job has no error line).
+  Timestamp last;
+  for (const auto& r : d.ranks)
+    if (r.last_time.kind == Timestamp::kFull && (!last.valid() || r.last_time.ms > last.ms)) last = r.last_time;
+  if (std::string date = date_of(last); !date.empty()) return date;
+  // Then the deepest date in the job's path (archive/2026-11-03/job-17, runs/20261103_...).
+  static const RE2 kPathDate(R"((20[0-9]{2})[-_.]?(0[1-9]|1[0-2])[-_.]?(0[1-9]|[12][0-9]|3[01]))");
+  auto digit = [](char c) { return c >= '0' && c <= '9'; };
+  std::string found;
+  re2::StringPiece text(job_path.data(), job_path.size()), m[4];
+  for (size_t at = 0; at < job_path.size() && kPathDate.Match(text, at, text.size(), RE2::UNANCHORED, m, 4);) {
+    size_t begin = static_cast<size_t>(m[0].data() - text.data()), end = begin + m[0].size();
+    // Not inside a longer number (a job id such as 1202611030).
+    if ((begin == 0 || !digit(job_path[begin - 1])) && (end == job_path.size() || !digit(job_path[end])))
+      found = fmt::format("{}-{}-{}", std::string(m[1].data(), m[1].size()), std::string(m[2].data(), m[2].size()), std::string(m[3].data(), m[3].size()));
+    at = begin + 1;
+  }
+  return found;
+}
+
+namespace {
+
+// The host a diagnosed failure started on, for the fleet view: the initiating rank's, else the
+// one its decisive line names (an Xid in a node's kernel log names no rank), as the action's
+// exclude_hosts does.
+std::string initiating_host_of(const std::string& verdict, const std::string& rank_host, const std::string& line_host) {
+  if (verdict != "diagnosed") return "";
+  if (plausible_host(rank_host)) return rank_host;
+  return plausible_host(line_host) ? line_host : "";
+}
 
 JobRecord record_of(const std::string& job, const Diagnosis& d) {
   JobRecord r;
@@ -45,10 +92,12 @@ JobRecord record_of(const std::string& job, const Diagnosis& d) {
   }
   r.action = action_kind_name(d.action.kind);
   r.rank = d.initiating.rank;
-  if (d.verdict == "diagnosed" && plausible_host(d.initiating.host)) r.host = d.initiating.host;
+  r.host = initiating_host_of(d.verdict, d.initiating.host,
+                              d.initiating.first_evidence ? d.initiating.first_evidence->host : std::string());
   if (d.first_error) r.first_error = d.first_error->text;
   for (const auto& in : d.inputs) r.bytes += in.bytes;
   r.skipped = d.skipped_inputs;
+  r.date = job_date(d, job);
   return r;
 }
 
@@ -76,6 +125,7 @@ void finish_output(JobOutput& o, Redactor* r, bool want_json, const Library& lib
     j["schema"] = kTriageJobSchema;
     j["type"] = "job";
     j["job"] = o.rec.job;
+    j["date"] = o.rec.date.empty() ? json(nullptr) : json(o.rec.date);
     if (!o.diagnosis || !o.rec.error.empty()) j["error"] = o.rec.error;
     if (o.diagnosis) {
       json d = diagnosis_to_json(*o.diagnosis, lib);
@@ -150,33 +200,6 @@ std::string severity_rank(const std::string& s) {
   return s == "critical" ? "0" : s == "high" ? "1" : s == "medium" ? "2" : "3";
 }
 
-struct Summary {
-  size_t jobs = 0, diagnosed = 0, unrecognized = 0, incomplete = 0, clean = 0, errors = 0;
-  size_t partial = 0;  // jobs with a verdict whose inputs could not all be read completely
-  uint64_t bytes = 0;
-  uint64_t skipped = 0;  // binary files not read, in all jobs
-  struct Group {
-    std::string id, title, severity, category, action;
-    size_t count = 0;
-    std::vector<std::string> examples;
-  };
-  std::vector<Group> groups;
-  struct Cluster {
-    std::string templ, example_job, example_line;
-    size_t count = 0;
-  };
-  std::vector<Cluster> clusters;
-  std::vector<std::pair<std::string, std::string>> error_rows;
-  // The fleet view: hosts that initiated failures, most first (a node that starts many
-  // failures is suspect whatever the entries say), with the entries seen there.
-  struct Host {
-    std::string host;
-    size_t count = 0;
-    std::set<std::string> entries;
-  };
-  std::vector<Host> hosts;
-};
-
 // Builds the summary one job at a time (in output order), so a run keeps counts, a few
 // examples and the cluster table, never every job's record.
 class SummaryBuilder {
@@ -185,6 +208,7 @@ class SummaryBuilder {
     ++s_.jobs;
     s_.bytes += r.bytes;
     s_.skipped += r.skipped;
+    count_day(r);
     if (r.verdict != "error" && !r.error.empty()) {  // read partially: counted by its verdict, listed here too
       ++s_.partial;
       s_.error_rows.push_back({r.job, "read partially (the verdict is from what was read): " + r.error});
@@ -223,7 +247,11 @@ class SummaryBuilder {
     }
   }
 
+  // A job that --since/--until left out: counted, not shown.
+  void left_out(const JobRecord& r) { ++(r.date.empty() ? s_.undated_left_out : s_.outside_window); }
+
   Summary finish() {
+    for (auto& [date, day] : days_) s_.days.push_back(std::move(day));  // a std::map: oldest first
     for (auto& [k, g] : groups_) s_.groups.push_back(std::move(g));
     std::sort(s_.groups.begin(), s_.groups.end(), [](const auto& a, const auto& b) {
       if (a.count != b.count) return a.count > b.count;
@@ -240,6 +268,23 @@ class SummaryBuilder {
   }
 
  private:
+  void count_day(const JobRecord& r) {
+    if (r.verdict == "error") return;
+    if (r.date.empty()) {
+      ++s_.undated;
+      return;
+    }
+    Summary::Day& day = days_[r.date];
+    day.date = r.date;
+    ++day.jobs;
+    if (r.verdict == "diagnosed") {
+      ++day.diagnosed;
+      ++day.entries[r.id];
+    } else if (r.verdict == "unrecognized") {
+      ++day.unrecognized;
+    }
+  }
+  std::map<std::string, Summary::Day> days_;
   Summary s_;
   std::map<std::string, Summary::Group> groups_;
   std::map<std::string, Summary::Cluster> clusters_;
@@ -259,9 +304,15 @@ json summary_json(const Summary& s) {
   for (const auto& [j, e] : s.error_rows) errors.push_back({{"job", j}, {"error", e}});
   json hosts = json::array();
   for (const auto& h : s.hosts) hosts.push_back({{"host", h.host}, {"jobs", h.count}, {"entries", h.entries}});
-  return {{"schema", kTriageSummarySchema}, {"type", "summary"},  {"jobs", s.jobs},     {"diagnosed", s.diagnosed}, {"unrecognized", s.unrecognized},
-          {"incomplete", s.incomplete}, {"clean", s.clean},   {"errors", s.errors}, {"partial", s.partial}, {"bytes", s.bytes},         {"skipped_binary", s.skipped}, {"failures", groups},
-          {"unrecognized_clusters", clusters}, {"error_rows", errors}, {"initiating_hosts", hosts}};
+  json days = json::array();
+  for (const auto& d : s.days)
+    days.push_back({{"date", d.date}, {"jobs", d.jobs}, {"diagnosed", d.diagnosed}, {"unrecognized", d.unrecognized},
+                    {"entries", d.entries}});
+  return {{"schema", kTriageSummarySchema}, {"type", "summary"}, {"jobs", s.jobs}, {"diagnosed", s.diagnosed},
+          {"unrecognized", s.unrecognized}, {"incomplete", s.incomplete}, {"clean", s.clean}, {"errors", s.errors},
+          {"partial", s.partial}, {"bytes", s.bytes}, {"skipped_binary", s.skipped}, {"failures", groups},
+          {"unrecognized_clusters", clusters}, {"error_rows", errors}, {"initiating_hosts", hosts}, {"days", days},
+          {"undated", s.undated}, {"outside_window", s.outside_window}, {"undated_left_out", s.undated_left_out}};
 }
 
 // `action` comes last so that readers indexing the older columns by position keep working.
@@ -296,6 +347,9 @@ void render_summary(const Summary& s, const TriageOptions& o, std::ostream& out)
   out << fmt::format("{} job(s): {} diagnosed, {} unrecognized, {}{} clean, {} error(s){}\n\n", s.jobs, s.diagnosed,
                      s.unrecognized, s.incomplete ? fmt::format("{} stopped in training with no error, ", s.incomplete) : "",
                      s.clean, s.errors, s.skipped ? fmt::format("; {} binary file(s) skipped", s.skipped) : "");
+  if (s.outside_window || s.undated_left_out)
+    out << fmt::format("--since/--until left out {} job(s) dated outside the window and {} that nothing dates.\n\n",
+                       s.outside_window, s.undated_left_out);
   if (!o.unknown_only && !s.groups.empty()) {
     if (md) out << "| count | share | severity | action | entry | title | examples |\n|---:|---:|---|---|---|---|---|\n";
     else out << fmt::format("{:>6} {:>6}  {:<9} {:<17} {:<44} {}\n", "count", "share", "severity", "action", "entry", "example jobs");
@@ -333,6 +387,7 @@ void render_summary(const Summary& s, const TriageOptions& o, std::ostream& out)
 JobRecord record_of_json(const json& j) {
   JobRecord r;
   r.job = j.value("job", "");
+  if (j.contains("date") && j["date"].is_string()) r.date = j["date"].get<std::string>();
   if (j.contains("error") && !j.contains("verdict")) {
     r.verdict = "error";
     r.error = j.value("error", "");
@@ -348,9 +403,10 @@ JobRecord record_of_json(const json& j) {
     r.severity = d.value("severity", "");
     if (d.contains("initiating_rank") && d["initiating_rank"].is_number_integer())
       r.rank = d["initiating_rank"].get<int>();
-    if (r.verdict == "diagnosed" && d.contains("initiating_host") && d["initiating_host"].is_string() &&
-        plausible_host(d["initiating_host"].get<std::string>()))
-      r.host = d["initiating_host"].get<std::string>();
+    auto text = [](const json& o, const char* key) {
+      return o.is_object() && o.contains(key) && o[key].is_string() ? o[key].get<std::string>() : std::string();
+    };
+    r.host = initiating_host_of(r.verdict, text(d, "initiating_host"), d.contains("first_evidence") ? text(d["first_evidence"], "host") : "");
   }
   if (j.contains("action") && j["action"].is_object()) r.action = j["action"].value("kind", "");
   if (j.contains("first_error") && j["first_error"].is_object()) r.first_error = j["first_error"].value("text", "");
@@ -430,14 +486,52 @@ bool read_records(const std::vector<std::string>& files, std::vector<JobRecord>&
   return true;
 }
 
+// --since / --until: the jobs dated inside the window, both ends included.
+struct DateWindow {
+  std::string since, until;  // "YYYY-MM-DD", or "" for no bound
+  bool active() const { return !since.empty() || !until.empty(); }
+  bool keeps(const JobRecord& r) const {
+    if (!active() || r.verdict == "error") return true;  // a job that cannot be read is never hidden
+    return !r.date.empty() && (since.empty() || r.date >= since) && (until.empty() || r.date <= until);
+  }
+};
+
+// A --since/--until value: a date, YYYY-MM-DD (a longer ISO time is cut to its date).
+std::optional<std::string> window_day(const char* flag, const std::string& value) {
+  static const RE2 kDay(R"(([0-9]{4})-([0-9]{2})-([0-9]{2})(?:T.*)?)");
+  int y = 0, m = 0, d = 0;
+  if (value.empty()) return value;
+  if (RE2::FullMatch(value, kDay, &y, &m, &d) && m >= 1 && m <= 12 && d >= 1) {
+    static const int kDays[] = {31, 29, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31};
+    bool leap = (y % 4 == 0 && y % 100 != 0) || y % 400 == 0;
+    if (d <= kDays[m - 1] && !(m == 2 && d == 29 && !leap)) return value.substr(0, 10);
+  }
+  fmt::print(stderr, "firstfault: {} '{}': expected a date, YYYY-MM-DD\n", flag, safe_line(value));
+  return std::nullopt;
+}
+
+void report_window(const DateWindow& w, const Summary& s) {
+  if (!w.active() || !(s.outside_window + s.undated_left_out)) return;
+  fmt::print(stderr, "firstfault: --since/--until left out {} job(s) dated outside the window and {} that nothing dates\n",
+             s.outside_window, s.undated_left_out);
+}
+
 }  // namespace
 
 int run_triage(const TriageOptions& o, std::ostream& out) {
-  if (o.format != "table" && o.format != "jsonl" && o.format != "csv" && o.format != "markdown") {
-    fmt::print(stderr, "firstfault: unknown --format '{}' (table, jsonl, csv, markdown)\n", o.format);
+  if (o.format != "table" && o.format != "jsonl" && o.format != "csv" && o.format != "markdown" && o.format != "html") {
+    fmt::print(stderr, "firstfault: unknown --format '{}' (table, jsonl, csv, markdown, html)\n", o.format);
     return kExitUsage;
   }
-  const RedactLevel level = o.redact.value_or(default_redact_level(o.format));
+  auto since = window_day("--since", o.since), until = window_day("--until", o.until);
+  if (!since || !until) return kExitUsage;
+  const DateWindow dates{*since, *until};
+  if (!dates.since.empty() && !dates.until.empty() && dates.since > dates.until) {
+    fmt::print(stderr, "firstfault: --since {} is after --until {}\n", dates.since, dates.until);
+    return kExitUsage;
+  }
+  // HTML is a report made to be shared, like Markdown: personal data masked unless asked.
+  const RedactLevel level = o.redact.value_or(o.format == "html" ? RedactLevel::kPii : default_redact_level(o.format));
   const bool redact = level != RedactLevel::kNone;
   Redactor redactor(level);
   SummaryBuilder summary;
@@ -449,6 +543,10 @@ int run_triage(const TriageOptions& o, std::ostream& out) {
     if (redact) redact_merged(recs, json_lines, redactor);
     if (csv) out << kCsvHeader;
     for (size_t i = 0; i < recs.size(); ++i) {
+      if (!dates.keeps(recs[i])) {
+        summary.left_out(recs[i]);
+        continue;
+      }
       summary.add(recs[i]);
       if (csv) write_csv_row(recs[i], o, out);
       else if (o.format == "jsonl" && !(o.unknown_only && recs[i].verdict != "unrecognized")) out << json_lines[i] << "\n";
@@ -590,10 +688,14 @@ int run_triage(const TriageOptions& o, std::ostream& out) {
             rec.error = "not read";
           }
           JobOutput& res = *results[emitted];
-          if (redact) finish_output(res, &redactor, want_json, lib);
-          if (want_json && !(o.unknown_only && res.rec.verdict != "unrecognized")) out << res.line << "\n";
-          if (csv) write_csv_row(res.rec, o, out);
-          summary.add(res.rec);
+          if (!dates.keeps(res.rec)) {
+            summary.left_out(res.rec);
+          } else {
+            if (redact) finish_output(res, &redactor, want_json, lib);
+            if (want_json && !(o.unknown_only && res.rec.verdict != "unrecognized")) out << res.line << "\n";
+            if (csv) write_csv_row(res.rec, o, out);
+            summary.add(res.rec);
+          }
           results[emitted].reset();
           lock.lock();
           ++emitted;
@@ -614,8 +716,10 @@ int run_triage(const TriageOptions& o, std::ostream& out) {
   }
   Summary s = summary.finish();
   if (o.format == "jsonl") out << summary_json(s).dump(-1, ' ', false, json::error_handler_t::replace) << "\n";
+  else if (o.format == "html") render_triage_html(s, out);
   else if (!csv) render_summary(s, o, out);
   out.flush();
+  report_window(dates, s);
   // Exit: 0 when at least one job was diagnosed and none failed to read; 2 when some could not be read.
   if (s.errors || s.partial) return kExitUsage;
   return s.diagnosed ? kExitDiagnosed : kExitUnrecognized;

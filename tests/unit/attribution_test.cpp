@@ -381,3 +381,20 @@ TEST_CASE("attribution: docker compose's service prefix is an envelope naming th
   CHECK(attr("ERROR    | train:main:42 - loss exploded").host.empty());
   CHECK(attr("0 | model | Float16Module | 437 M").host.empty());
 }
+
+TEST_CASE("attribution: RFC 3339 syslog (rsyslog's file format, journalctl -o short-iso) gives the host") {
+  auto a = attr("2026-11-05T10:00:00.123456+00:00 gpu-a17 kernel: NVRM: Xid (PCI:0000:9a:00): 79, pid=4, name=python");
+  CHECK(a.host == "gpu-a17");
+  CHECK(ts(a) == "2026-11-05T10:00:00.123");
+  CHECK(a.body == "NVRM: Xid (PCI:0000:9a:00): 79, pid=4, name=python");
+  auto b = attr("2026-11-05T10:00:00+0100 node-3.cluster slurmstepd[4242]: error: Detected 1 oom_kill event");
+  CHECK(b.host == "node-3.cluster");
+  CHECK(b.body == "error: Detected 1 oom_kill event");
+  // A timestamped program line is not syslog: no host taken from its words.
+  CHECK(attr("2026-11-05T10:00:00 step 5: loss 2.1").host.empty());
+  CHECK(attr("2026-11-05T10:00:00 INFO trainer[7]: step 5").host.empty());
+  // kubectl logs --timestamps keeps its own reading.
+  auto c = attr("2026-11-05T10:00:00.123Z stdout F [rank1]: hello");
+  CHECK(c.rank == 1);
+  CHECK(c.host.empty());
+}

@@ -278,12 +278,16 @@ TEST_CASE("triage: hostile job names and log lines stay text in every format, an
   };
   std::string jsonl = run("jsonl");
   dir.write("shard.jsonl", jsonl);
-  for (const std::string& out : {run("table"), run("markdown"), run("csv"), jsonl, run("table", {dir.path() + "/shard.jsonl"})}) {
+  std::string html = run("html");
+  for (const std::string& out : {run("table"), run("markdown"), run("csv"), jsonl, html, run("table", {dir.path() + "/shard.jsonl"})}) {
     INFO(out);
     CHECK(out.find("\n::") == std::string::npos);
     CHECK(out.find("##vso[") == std::string::npos);
     for (const char* bad : {"\a", "\x1b", "\xc2\x9b", "\xe2\x80\xae"}) CHECK(out.find(bad) == std::string::npos);
   }
+  // HTML: log text and job names are text, never markup.
+  CHECK(html.find("<img") == std::string::npos);
+  CHECK(html.find("&lt;img src=x&gt;") != std::string::npos);
   // A cell a spreadsheet would run as a formula is shown as text.
   CHECK(csv_cell("=HYPERLINK(\"x\")") == "\"'=HYPERLINK(\"\"x\"\")\"");
   CHECK(csv_cell("-1+2") == "'-1+2");
@@ -328,6 +332,77 @@ TEST_CASE("triage: the fleet view ranks the hosts that initiated failures, in ev
   CHECK(summary["initiating_hosts"][0]["host"] == "gpu-a17");
   CHECK(summary["initiating_hosts"][0]["jobs"] == 3);
   CHECK_THAT(run("table", {dir.path() + "/shard.jsonl"}), Catch::Contains("     3  gpu-a17"));
+}
+
+TEST_CASE("triage: a job's date comes from its failure's log time, else its last line, else its path") {
+  Diagnosis none;
+  CHECK(job_date(none, "/archive/2026-11-03/job-17") == "2026-11-03");
+  CHECK(job_date(none, "/runs/20261103_1200/out.log") == "2026-11-03");
+  CHECK(job_date(none, "/archive/2026-10-30/retry-2026.11.02/out.log") == "2026-11-02");  // the deepest
+  CHECK(job_date(none, "/jobs/job-1202611030/out.log").empty());  // digits of a longer number
+  CHECK(job_date(none, "/jobs/2026-13-01/out.log").empty());      // no month 13
+  Diagnosis d;
+  Evidence e;
+  e.time.kind = Timestamp::kFull;
+  e.time.ms = make_ms(2026, 11, 5, 10, 0, 0, 0);
+  d.first_error = e;
+  CHECK(job_date(d, "/archive/2026-11-03/job-17") == "2026-11-05");  // the log beats the path
+  RankSummary r;
+  r.last_time.kind = Timestamp::kFull;
+  r.last_time.ms = make_ms(2026, 11, 7, 0, 0, 0, 0);
+  Diagnosis clean;
+  clean.ranks.push_back(r);
+  CHECK(job_date(clean, "/x") == "2026-11-07");
+}
+
+TEST_CASE("triage: --since/--until keep the jobs dated in the window, count the rest, and never hide an unreadable job") {
+  test::TempDir dir;
+  const std::string oom = " torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB.\n";
+  dir.write("jobs/a/out.log", "2026-11-02 10:00:00,000" + oom);
+  dir.write("jobs/b/out.log", "2026-11-05 10:00:00,000" + oom);
+  dir.write("jobs/2026-11-09-c/out.log", "step 1\n" + oom.substr(1));  // dated by its path
+  dir.write("jobs/d/out.log", "step 1\n" + oom.substr(1));             // nothing dates it
+  dir.write("jobs/e/out.log.gz", std::string("\x1f\x8b\x08\x00broken", 12));
+  auto run = [&](const std::string& format, const std::string& since, const std::string& until) {
+    TriageOptions o;
+    o.paths = {dir.path() + "/jobs"};
+    o.format = format;
+    o.progress = false;
+    o.since = since;
+    o.until = until;
+    std::ostringstream out;
+    int rc = run_triage(o, out);
+    return std::make_pair(rc, out.str());
+  };
+  auto [rc, jsonl] = run("jsonl", "2026-11-04", "2026-11-09");
+  INFO(jsonl);
+  CHECK(rc == 2);  // the unreadable job is kept, and says so
+  CHECK(jsonl.find("/jobs/b\",\"date\":\"2026-11-05\"") != std::string::npos);
+  CHECK(jsonl.find("/jobs/2026-11-09-c\",\"date\":\"2026-11-09\"") != std::string::npos);
+  CHECK(jsonl.find("/jobs/a\"") == std::string::npos);
+  CHECK(jsonl.find("/jobs/d\"") == std::string::npos);
+  CHECK(jsonl.find("/jobs/e\"") != std::string::npos);
+  auto summary = nlohmann::json::parse(jsonl.substr(jsonl.rfind("\n", jsonl.size() - 2) + 1));
+  CHECK(summary["jobs"] == 3);
+  CHECK(summary["outside_window"] == 1);
+  CHECK(summary["undated_left_out"] == 1);
+  REQUIRE(summary["days"].size() == 2);
+  CHECK(summary["days"][0]["date"] == "2026-11-05");
+  CHECK(summary["days"][0]["entries"]["cuda-oom"] == 1);
+  // The whole archive: every day, and the undated job counted.
+  auto all = nlohmann::json::parse(run("jsonl", "", "").second.substr(run("jsonl", "", "").second.rfind("\n", run("jsonl", "", "").second.size() - 2) + 1));
+  CHECK(all["days"].size() == 3);
+  CHECK(all["undated"] == 1);
+  // The HTML report draws the days, empty ones included.
+  std::string html = run("html", "", "").second;
+  CHECK_THAT(html, Catch::Contains("id=\"by-day\""));
+  CHECK_THAT(html, Catch::Contains("<title>2026-11-05: cuda-oom × 1</title>"));
+  for (auto [since, until] : {std::pair{"2026-11-31", ""}, {"2026-02-29", ""}, {"", "11/09/2026"}, {"2026-11-09", "2026-11-01"}}) {
+    auto [code, text] = run("table", since, until);
+    CHECK(code == 2);
+    CHECK(text.empty());  // refused before any job is read
+  }
+  CHECK_FALSE(run("table", "2028-02-29", "").second.empty());
 }
 
 TEST_CASE("line_template masks what varies between occurrences of a message") {

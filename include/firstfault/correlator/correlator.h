@@ -96,9 +96,9 @@ class Correlator {
   void add_step(size_t def, int rank, std::string_view step, std::string_view line, bool view_lasts = false);
   void set_inputs(std::vector<InputSummary> inputs) { inputs_ = std::move(inputs); }
   // Dates year-less times when no line of the job has a year: the year of the newest input's
-  // modification time, one less for a month later than that time's (a log is written before
-  // its file's last change, as syslog readers assume).
-  void set_file_date(int year, int month) { file_year_ = year, file_month_ = month; }
+  // modification time (ms since 1970, UTC), one less for a time later than that (a log is
+  // written before its file's last change, as syslog readers assume).
+  void set_file_time(int64_t mtime_ms) { file_time_ms_ = mtime_ms; }
 
   // Appends the state of a correlator that read the *following* part of the same input
   // (parallel reading of one large file); its line numbers are shifted by `line_offset`.
@@ -235,9 +235,9 @@ class Correlator {
   std::vector<InputSummary> inputs_;
   uint64_t order_ = 0;
   int ref_year_ = 0;  // the year of the job's first full timestamp
-  // The newest input file's modification date (set_file_date): the year of year-less times when
-  // no line has a year.
-  int file_year_ = 0, file_month_ = 0;
+  // The newest input file's modification time (set_file_time): dates year-less times when no
+  // line has a year.
+  int64_t file_time_ms_ = 0;
   Limits limits_;
   bool ranks_truncated_ = false;
   uint64_t texts_cut_ = 0;  // matched lines whose stored text hit kMaxEventText

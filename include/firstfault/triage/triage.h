@@ -33,6 +33,9 @@ struct TriageOptions {
   // --redact / --no-redact; unset: on for markdown (made to be shared), off otherwise. One
   // Redactor per run masks the jobs in output order, so pseudonyms do not depend on -j.
   std::optional<RedactLevel> redact;
+  // --since / --until (YYYY-MM-DD, inclusive): only jobs dated in the window (JobRecord::date);
+  // undated jobs are left out and counted, unreadable ones are always kept.
+  std::string since, until;
 };
 
 // One job's outcome: all the summary needs (and what a jsonl line carries back for --merge).
@@ -47,7 +50,13 @@ struct JobRecord {
   std::string error;        // set when the job could not be read
   uint64_t bytes = 0;
   uint64_t skipped = 0;     // binary files not read
+  // "YYYY-MM-DD": when the job failed (its decisive line's time), else when its log last
+  // printed, else a date in its path (archive/2026-11-03/...); "" when nothing dates it.
+  std::string date;
 };
+
+// The date of a job (JobRecord::date) from its diagnosis, else from its path.
+std::string job_date(const Diagnosis& d, const std::string& job_path);
 
 // A job: a file, a directory of per-rank files, or a group of members of an archive.
 struct JobSpec {
