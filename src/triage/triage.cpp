@@ -98,6 +98,7 @@ JobRecord record_of(const std::string& job, const Diagnosis& d) {
   for (const auto& in : d.inputs) r.bytes += in.bytes;
   r.skipped = d.skipped_inputs;
   r.date = job_date(d, job);
+  if (!r.host.empty()) r.gpus = d.action.exclude_gpus;
   return r;
 }
 
@@ -232,6 +233,8 @@ class SummaryBuilder {
         h.host = r.host;
         ++h.count;
         if (h.entries.size() < 8) h.entries.insert(r.id);
+        for (const auto& g : r.gpus)
+          if (h.gpus.size() < 16 || h.gpus.count(g)) ++h.gpus[g];
       }
     } else {
       ++(r.verdict == "clean" ? s_.clean : r.verdict == "incomplete" ? s_.incomplete : s_.unrecognized);
@@ -303,7 +306,7 @@ json summary_json(const Summary& s) {
                         {"example_line", sanitize_utf8(c.example_line)}});
   for (const auto& [j, e] : s.error_rows) errors.push_back({{"job", j}, {"error", e}});
   json hosts = json::array();
-  for (const auto& h : s.hosts) hosts.push_back({{"host", h.host}, {"jobs", h.count}, {"entries", h.entries}});
+  for (const auto& h : s.hosts) hosts.push_back({{"host", h.host}, {"jobs", h.count}, {"entries", h.entries}, {"gpus", h.gpus}});
   json days = json::array();
   for (const auto& d : s.days)
     days.push_back({{"date", d.date}, {"jobs", d.jobs}, {"diagnosed", d.diagnosed}, {"unrecognized", d.unrecognized},
@@ -328,13 +331,16 @@ void write_csv_row(const JobRecord& r, const TriageOptions& o, std::ostream& out
 // initiated more than one (one failure per host says nothing about the hosts).
 void render_hosts(const Summary& s, bool md, std::ostream& out) {
   if (s.hosts.empty() || s.hosts.front().count < 2) return;
-  out << (md ? "## Initiating hosts (a node that starts many failures is suspect)\n\n| jobs | host | entries |\n|---:|---|---|\n"
+  out << (md ? "## Initiating hosts (a node that starts many failures is suspect)\n\n| jobs | host | entries | GPUs |\n|---:|---|---|---|\n"
              : "Initiating hosts (a node that starts many failures is suspect):\n");
   for (size_t i = 0; i < s.hosts.size() && i < 20; ++i) {
     const auto& h = s.hosts[i];
     std::string entries = fmt::format("{}", fmt::join(h.entries, ", "));
-    if (md) out << fmt::format("| {} | {} | {} |\n", h.count, markdown_code(safe_line(h.host), true), markdown_cell(entries));
-    else out << fmt::format("{:>6}  {:<24} {}\n", h.count, safe_line(h.host), entries);
+    std::string gpus = gpu_counts(h);
+    if (md)
+      out << fmt::format("| {} | {} | {} | {} |\n", h.count, markdown_code(safe_line(h.host), true), markdown_cell(entries),
+                         markdown_cell(safe_line(gpus)));
+    else out << fmt::format("{:>6}  {:<24} {}{}\n", h.count, safe_line(h.host), entries, gpus.empty() ? "" : "  GPUs: " + safe_line(gpus));
   }
   out << "\n";
 }
@@ -408,7 +414,12 @@ JobRecord record_of_json(const json& j) {
     };
     r.host = initiating_host_of(r.verdict, text(d, "initiating_host"), d.contains("first_evidence") ? text(d["first_evidence"], "host") : "");
   }
-  if (j.contains("action") && j["action"].is_object()) r.action = j["action"].value("kind", "");
+  if (j.contains("action") && j["action"].is_object()) {
+    r.action = j["action"].value("kind", "");
+    if (!r.host.empty() && j["action"].contains("exclude_gpus") && j["action"]["exclude_gpus"].is_array())
+      for (const auto& g : j["action"]["exclude_gpus"])
+        if (g.is_string()) r.gpus.push_back(g.get<std::string>());
+  }
   if (j.contains("first_error") && j["first_error"].is_object()) r.first_error = j["first_error"].value("text", "");
   if (j.contains("inputs") && j["inputs"].is_array())
     for (const auto& in : j["inputs"]) {

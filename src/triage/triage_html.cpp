@@ -176,12 +176,13 @@ void hosts_table(const Summary& s, std::string& out) {
     return;
   }
   out += "<p class=\"meta\">A node that starts many failures is suspect, whatever the entries say.</p>\n"
-         "<table id=\"hosts\"><tr><th>jobs</th><th>host</th><th>entries</th></tr>\n";
+         "<table id=\"hosts\"><tr><th>jobs</th><th>host</th><th>entries</th><th>GPUs named</th></tr>\n";
   for (size_t i = 0; i < s.hosts.size() && i < 50; ++i) {
     const auto& h = s.hosts[i];
     std::string entries;
     for (const auto& e : h.entries) entries += (entries.empty() ? "" : ", ") + ("<code>" + esc(e) + "</code>");
-    out += fmt::format("<tr><td class=\"n\">{}</td><td><code>{}</code></td><td>{}</td></tr>\n", h.count, esc(h.host), entries);
+    out += fmt::format("<tr><td class=\"n\">{}</td><td><code>{}</code></td><td>{}</td><td><code>{}</code></td></tr>\n", h.count,
+                       esc(h.host), entries, esc(gpu_counts(h)));
   }
   out += "</table>\n";
 }

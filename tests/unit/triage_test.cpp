@@ -322,16 +322,17 @@ TEST_CASE("triage: the fleet view ranks the hosts that initiated failures, in ev
   std::string table = run("table");
   INFO(table);
   CHECK_THAT(table, Catch::Contains("Initiating hosts (a node that starts many failures is suspect):"));
-  CHECK_THAT(table, Catch::Contains("     3  gpu-a17"));
+  CHECK_THAT(table, Catch::Contains("     3  gpu-a17                  xid-79-gpu-fell-off-bus  GPUs: 0000:9a:00 x3"));
   // Markdown masks personal data by default (a CI summary) but keeps the host to drain.
-  CHECK_THAT(run("markdown"), Catch::Contains("| 3 | `gpu-a17` | xid-79-gpu-fell-off-bus |"));
+  CHECK_THAT(run("markdown"), Catch::Contains("| 3 | `gpu-a17` | xid-79-gpu-fell-off-bus | 0000:9a:00 x3 |"));
   std::string jsonl = run("jsonl");
   dir.write("shard.jsonl", jsonl);
   auto summary = nlohmann::json::parse(jsonl.substr(jsonl.rfind("\n", jsonl.size() - 2) + 1));
   REQUIRE(summary["initiating_hosts"].size() == 1);
   CHECK(summary["initiating_hosts"][0]["host"] == "gpu-a17");
   CHECK(summary["initiating_hosts"][0]["jobs"] == 3);
-  CHECK_THAT(run("table", {dir.path() + "/shard.jsonl"}), Catch::Contains("     3  gpu-a17"));
+  CHECK(summary["initiating_hosts"][0]["gpus"]["0000:9a:00"] == 3);  // the bad GPU, not only the node
+  CHECK_THAT(run("table", {dir.path() + "/shard.jsonl"}), Catch::Contains("     3  gpu-a17                  xid-79-gpu-fell-off-bus  GPUs: 0000:9a:00 x3"));
 }
 
 TEST_CASE("triage: a job's date comes from its failure's log time, else its last line, else its path") {

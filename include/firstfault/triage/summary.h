@@ -4,6 +4,7 @@
 // src/triage/triage.cpp; rendered as table, markdown or jsonl there and as HTML in
 // src/triage/triage_html.cpp.
 #include <cstdint>
+#include <algorithm>
 #include <map>
 #include <ostream>
 #include <set>
@@ -38,6 +39,7 @@ struct Summary {
     std::string host;
     size_t count = 0;
     std::set<std::string> entries;
+    std::map<std::string, size_t> gpus;  // a GPU of this host that failures name, with how many
   };
   std::vector<Host> hosts;
   // Jobs by day (JobRecord::date), oldest first: how many, and the diagnosed ones by entry.
@@ -52,6 +54,15 @@ struct Summary {
   size_t undated_left_out = 0; // left out by --since/--until because nothing dates them
 };
 
+
+// "0000:9a:00 x3, cuda:1": the GPUs failures named on a host, most first.
+inline std::string gpu_counts(const Summary::Host& h) {
+  std::vector<std::pair<std::string, size_t>> v(h.gpus.begin(), h.gpus.end());
+  std::stable_sort(v.begin(), v.end(), [](const auto& a, const auto& b) { return a.second > b.second; });
+  std::string out;
+  for (const auto& [gpu, n] : v) out += (out.empty() ? "" : ", ") + gpu + (n > 1 ? " x" + std::to_string(n) : "");
+  return out;
+}
 
 // A self-contained HTML page (no network, no script): counts, failures by entry over time
 // (daily, when jobs are dated), the initiating hosts, and the clusters of unrecognised errors

@@ -46,6 +46,7 @@ struct JobRecord {
   std::string action;  // the action's kind (investigate when nothing was recognised; "" for errors)
   std::optional<int> rank;
   std::string host;         // the initiating rank's host, when the log names it (the fleet view)
+  std::vector<std::string> gpus;  // the GPUs the action excludes on that host (a bad GPU, not only a bad node)
   std::string first_error;  // first error-looking line, for clustering unrecognised jobs
   std::string error;        // set when the job could not be read
   uint64_t bytes = 0;
