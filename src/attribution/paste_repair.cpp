@@ -105,6 +105,16 @@ bool srun_label_start(sv s) {
   return i > digits && i - digits <= 6 && i + 1 < s.size() && s[i] == ':' && s[i + 1] == ' ';
 }
 
+// A table's rule: only dashes, equals signs, pluses, bars and spaces, mostly dashes or equals.
+bool table_rule(sv line) {
+  size_t marks = 0;
+  for (char c : line) {
+    if (c == '-' || c == '=') ++marks;
+    else if (c != ' ' && c != '+' && c != '|' && c != '\r') return false;
+  }
+  return marks >= 8 && marks * 2 > line.size();
+}
+
 // Whether `line` is the rest of `wrapped`, a line that filled the width: it does not begin a
 // record, and is not `wrapped` again (a message repeated at the widest length is not a wrap).
 bool continues(sv wrapped, sv line) {
@@ -113,8 +123,10 @@ bool continues(sv wrapped, sv line) {
       code_points(line) == code_points(wrapped))
     return false;
   // A text table's rows and borders all fill the same width (Triton's model status, sacct):
-  // a line that ends at the table's edge is whole.
+  // a line that ends at the table's edge is whole, and so is a rule under or over a row
+  // ("------------ ---------- -----", "+----+----+").
   if (!wrapped.empty() && (wrapped.back() == '|' || wrapped.back() == '+')) return false;
+  if (table_rule(line) || table_rule(wrapped)) return false;
   // "1292: indexSelect..." is the rest of a number the wrap cut, unless the log labels its lines so.
   if (srun_label_start(line) && !srun_label_start(wrapped)) return true;
   return !begins_record(line);

@@ -664,3 +664,29 @@ TEST_CASE("correlator: one rank waiting in another collective at the same SeqNum
   for (int r = 0; r < 4; ++r) split += timeout(r, 9, r < 2 ? "ALLREDUCE" : "BROADCAST");
   CHECK(f.run(split).initiating.method != "op-mismatch");
 }
+
+TEST_CASE("correlator: a Slurm record (sacct, scontrol show job) given with the log says how the job ended") {
+  Fixture f;
+  const std::string sacct_header =
+      "JobID           JobName  Partition    Account  AllocCPUS      State ExitCode\n"
+      "------------ ---------- ---------- ---------- ---------- ---------- --------\n";
+  auto record = [&](const std::string& text) {
+    Diagnosis d = analyze_paths({f.dir.write("sacct.txt", text)}, f.matcher, {}).diagnosis;
+    return d.entry ? d.entry->id : d.verdict;
+  };
+  CHECK(record(sacct_header + "1234            train       gpu      acct        64     FAILED      1:0\n"
+                              "1234.0          python               acct        64 OUT_OF_ME+    0:125\n") ==
+        "slurm-cgroup-oom-kill");
+  CHECK(record(sacct_header + "1234            train       gpu      acct        64  NODE_FAIL      0:0\n") == "slurm-node-failure");
+  CHECK(record("1234|train|TIMEOUT|0:0|gpu-001\n1234.batch|batch|CANCELLED|0:15|gpu-001\n") == "slurm-time-limit");
+  CHECK(record("JobId=77 JobName=sweep\n   JobState=PREEMPTED Reason=Preempted Dependency=(null)\n") == "slurm-preemption");
+  CHECK(record(sacct_header + "1234            train       gpu      acct        64     FAILED      1:0\n") ==
+        "slurm-task-exit-no-cause");
+  CHECK(record(sacct_header + "1234            train       gpu      acct        64  COMPLETED      0:0\n") == "clean");
+  // With the job's own log, its error decides; the record does not outvote it.
+  Diagnosis both = analyze_paths({f.dir.write("job.log", "[rank0]:step 1\n" + oom(3)),
+                                  f.dir.write("sacct2.txt", sacct_header + "1234   train  gpu  acct  64  FAILED  1:0\n")},
+                                 f.matcher, {}).diagnosis;
+  REQUIRE(both.entry);
+  CHECK(both.entry->id == "cuda-oom");
+}
