@@ -258,7 +258,7 @@ bool Correlator::earlier(const Event& a, const Event& b) const {
   bool tb = b.time.kind == Timestamp::kFull || b.time.kind == Timestamp::kNoYear;
   // Year-less times are comparable with full ones only once a year is known.
   if (ta && tb && (a.time.kind == b.time.kind || ref_year_ || file_time_ms_)) {
-    int64_t ka = time_key(a.time), kb = time_key(b.time);
+    int64_t ka = event_key(a), kb = event_key(b);
     // One-second resolution on most formats: within a second, arrival order decides.
     if (std::llabs(ka - kb) >= 1000) return ka < kb;
   }
@@ -411,7 +411,7 @@ std::optional<RankDecision> Correlator::suspect_from_error_lines(const std::map<
     const Event* second = firsts[1];
     bool separated = first->time.valid() && second->time.valid() && first->time.kind != Timestamp::kBoot &&
                      second->time.kind != Timestamp::kBoot &&
-                     std::llabs(time_key(second->time) - time_key(first->time)) >= 1000;
+                     std::llabs(event_key(*second) - event_key(*first)) >= 1000;
     // The same message on every rank at about the same time is one job-wide cause; different
     // messages are one rank's error and what the others made of it.
     std::string shape = line_template(first->text);

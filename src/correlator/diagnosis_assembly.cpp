@@ -38,6 +38,8 @@ Diagnosis Correlator::finish() {
     d.skipped_inputs += !in.skipped.empty();
   }
   resolve_times_and_ranks();
+  estimate_clock_skew();
+  d.clock_skew = clock_skew_;
   apply_tail_progress();
   report_limits(d);
 

@@ -127,7 +127,7 @@ RankDecision Correlator::RankLadder::from_ranked_roots() const {
         break;
       }
     bool separated = second && first->time.valid() && second->time.valid() && first->time.kind != Timestamp::kBoot &&
-                     std::llabs(c_.time_key(second->time) - c_.time_key(first->time)) >= 1000;
+                     std::llabs(c_.event_key(*second) - c_.event_key(*first)) >= 1000;
     std::set<int> distinct(order.begin(), order.end());
     PeerVote vote = vote_on_peers(ranked_roots_, coll_.world);
     if (vote.rank >= 0) {

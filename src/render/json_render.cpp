@@ -155,6 +155,11 @@ json diagnosis_to_json(const Diagnosis& d, const Library& lib) {
                       {"frames_total", t->frames_total}, {"frames", frames},
                       {"user_frame", t->user_frame ? json(*t->user_frame) : json(nullptr)}};
   }
+  json skew = json::array();
+  for (const ClockSkew& c : d.clock_skew)
+    skew.push_back({{"host", sanitize_utf8(c.host)}, {"reference", sanitize_utf8(c.reference)},
+                    {"offset_seconds", static_cast<double>(c.offset_ms) / 1000.0}, {"samples", c.samples}});
+  j["clock_skew"] = std::move(skew);
   j["truncated"] = d.limits.truncated;
   if (d.limits.truncated) j["dropped"] = d.limits.dropped;
   return j;

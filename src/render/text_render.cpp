@@ -228,6 +228,10 @@ std::string render_text_head(const Diagnosis& d, const TextStyle& style) {
   }
   if (std::string details = notable_details(d); !details.empty()) out += "  details: " + details + "\n";
   out += "\n" + paint("1", "Collateral: ") + safe(d.collateral.summary) + "\n";
+  for (const ClockSkew& c : d.clock_skew)
+    out += fmt::format("Clocks: host {} runs {:.1f} s {} host {} (from {} collective timeout(s) both reported); events are ordered on {}'s clock, times are shown as printed\n",
+                       safe(c.host), std::abs(static_cast<double>(c.offset_ms)) / 1000.0, c.offset_ms > 0 ? "ahead of" : "behind",
+                       safe(c.reference), c.samples, safe(c.reference));
   return out;
 }
 

@@ -159,6 +159,13 @@ class Correlator {
   // outlives this call until settle_tails() (`view_lasts`), else copied into `text` now.
   void keep_last(RankState& rs, std::string& text, std::string_view& pending, std::string_view line, bool view_lasts);
   void resolve_times_and_ranks();
+  // Per-host clock offsets from the collective timeouts every rank reports at once (same SeqNum
+  // and op: the watchdogs fire within a second of each other); hosts off by 2 s or more are
+  // kept in host_offset_ms_, and earlier() compares their events on the reference clock.
+  void estimate_clock_skew();
+  const std::string& host_of(const Event& ev) const;
+  // An event's time on the reference clock (time_key minus its host's estimated offset).
+  int64_t event_key(const Event& ev) const;
   int64_t time_key(const Timestamp& t) const;
   // A year-less time moved into the job's year once one is known (else as printed).
   Timestamp in_job_year(const Timestamp& t) const;
@@ -235,6 +242,8 @@ class Correlator {
   std::vector<InputSummary> inputs_;
   uint64_t order_ = 0;
   int ref_year_ = 0;  // the year of the job's first full timestamp
+  std::map<std::string, int64_t> host_offset_ms_;  // estimate_clock_skew()
+  std::vector<ClockSkew> clock_skew_;
   // The newest input file's modification time (set_file_time): dates year-less times when no
   // line has a year.
   int64_t file_time_ms_ = 0;

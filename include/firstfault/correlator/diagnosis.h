@@ -102,6 +102,15 @@ struct StoppedRun {
   int64_t idle_minutes = 0;    // from the last progress line to the last line of its rank
 };
 
+// A host whose clock disagrees with the reference host's, estimated from moments every rank
+// reports at once (Correlator::estimate_clock_skew, docs/initiating-rank.md "Clocks").
+struct ClockSkew {
+  std::string host;       // this host's clock ...
+  std::string reference;  // ... against this one's
+  int64_t offset_ms = 0;  // runs this far ahead (negative: behind)
+  size_t samples = 0;     // collectives whose timeouts both hosts reported
+};
+
 struct Diagnosis {
   // diagnosed | unrecognized | incomplete | clean, or error when no input yielded a line (app/pipeline.h):
   // nothing to diagnose, and `inputs` carries each reason.
@@ -126,6 +135,7 @@ struct Diagnosis {
   // the first error) closes, when the log has it: its frames and the user's own frame.
   std::optional<Traceback> traceback;
   std::optional<StoppedRun> stopped;  // verdict `incomplete` only
+  std::vector<ClockSkew> clock_skew;  // hosts whose clocks run off, as used to order their events
   Action action;
   Limits limits;
   uint64_t total_lines = 0;
