@@ -16,6 +16,44 @@ namespace fs = std::filesystem;
 
 namespace {
 
+// Markdown's inline markup as a terminal shows it: **bold** in bold (or plain without colour),
+// `code` in cyan (or plain), [text](url) as "text (url)". Log lines in the entry are in fenced
+// blocks and never pass through here.
+std::string terminal_inline(std::string_view line, bool color) {
+  std::string out;
+  for (size_t i = 0; i < line.size();) {
+    if (line.compare(i, 2, "**") == 0) {
+      size_t end = line.find("**", i + 2);
+      if (end != std::string_view::npos && end > i + 2) {
+        std::string_view inner = line.substr(i + 2, end - i - 2);
+        out += color ? fmt::format("\x1b[1m{}\x1b[0m", inner) : std::string(inner);
+        i = end + 2;
+        continue;
+      }
+    }
+    if (line[i] == '`') {
+      size_t end = line.find('`', i + 1);
+      if (end != std::string_view::npos && end > i + 1) {
+        std::string_view inner = line.substr(i + 1, end - i - 1);
+        out += color ? fmt::format("\x1b[36m{}\x1b[0m", inner) : std::string(inner);
+        i = end + 1;
+        continue;
+      }
+    }
+    if (line[i] == '[') {
+      size_t close = line.find("](", i + 1), end = close == std::string_view::npos ? close : line.find(')', close + 2);
+      if (end != std::string_view::npos && line.substr(i + 1, close - i - 1).find('[') == std::string_view::npos) {
+        out += fmt::format("{} ({})", line.substr(i + 1, close - i - 1), line.substr(close + 2, end - close - 2));
+        i = end + 1;
+        continue;
+      }
+    }
+    out += line[i++];
+  }
+  return out;
+}
+
+
 std::optional<Library> load_quiet(const CommonOptions& o) {
   std::vector<LoadProblem> problems;
   LoadOptions lo;
@@ -118,11 +156,16 @@ int run_explain(const ExplainOptions& o, std::ostream& out) {
     return 0;
   }
   bool color = want_color(o.color);
+  bool in_code = false;  // a fenced block holds log lines: shown as they are
   for (const auto& line : split_lines(md)) {
-    if (starts_with(line, "# ")) out << (color ? "\x1b[1;4m" + line.substr(2) + "\x1b[0m" : line.substr(2)) << "\n";
+    if (trim(line) == "```") {
+      in_code = !in_code;
+      continue;
+    }
+    if (in_code) out << line << "\n";
+    else if (starts_with(line, "# ")) out << (color ? "\x1b[1;4m" + line.substr(2) + "\x1b[0m" : line.substr(2)) << "\n";
     else if (starts_with(line, "## ")) out << (color ? "\x1b[1m" + line.substr(3) + "\x1b[0m" : line.substr(3)) << "\n";
-    else if (trim(line) == "```") continue;
-    else out << line << "\n";
+    else out << terminal_inline(line, color) << "\n";
   }
   return 0;
 }

@@ -31,6 +31,9 @@ expect 2 "no entry 'cuda-om' \(did you mean: cuda-oom" "$ff" explain cuda-om
 expect 2 "unknown category 'memry' \(did you mean 'memory'\?\); the categories are: network, " "$ff" list --category memry
 expect 2 "'10' has no unit: write 10s, 10m or 10h" "$ff" watch --stall 10 /dev/null
 expect 2 'dir is required' "$ff" catalog
+# explain renders its markup for a terminal: bold and code spans without their asterisks and backticks.
+expect 0 '^cuda-oom · category memory · severity high · action stop' "$ff" explain cuda-oom --color never
+expect 0 $'category \e\\[1mmemory\e\\[0m' "$ff" explain cuda-oom --color always
 # A file named like a command typo is still a file.
 cp "$src/testdata/kb/cuda-oom.log" diagnos
 expect 0 '\[cuda-oom\]' "$ff" diagnos
