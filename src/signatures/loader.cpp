@@ -65,6 +65,20 @@ std::string LoadProblem::format() const {
 
 namespace {
 
+// RE2 wants every group name once, so a pattern whose branches each capture the rank names them
+// rank, rank2, rank3. A name that is another group's name plus digits is that group's value in
+// another branch: it is stored under the plain name, so the rank, host or pid is read whatever
+// branch matched (docs/signature-format.md, "Captures").
+void merge_alternate_captures(std::vector<std::string>& names) {
+  std::set<std::string> plain(names.begin(), names.end());
+  for (std::string& n : names) {
+    size_t end = n.size();
+    while (end > 0 && n[end - 1] >= '0' && n[end - 1] <= '9') --end;
+    if (end > 0 && end < n.size() && plain.count(n.substr(0, end))) n.resize(end);
+  }
+}
+
+
 namespace fs = std::filesystem;
 
 // Collects problems against one file; every helper takes the node it complains about so the
@@ -192,6 +206,7 @@ bool parse_pattern_def(FileChecker& fc, const YAML::Node& node, const std::strin
       def.capture_names.assign(static_cast<size_t>(def.re->NumberOfCapturingGroups()), "");
       for (const auto& [cap, idx] : def.re->NamedCapturingGroups())
         if (idx >= 1 && static_cast<size_t>(idx) <= def.capture_names.size()) def.capture_names[idx - 1] = cap;
+      merge_alternate_captures(def.capture_names);
       if (options.check_samples) {
         YAML::Node pos = node["positive"], neg = node["negative"];
         for (size_t i = 0; i < def.positive.size(); ++i)
