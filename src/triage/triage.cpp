@@ -40,6 +40,23 @@ std::string date_of(const Timestamp& t) {
   return t.kind == Timestamp::kFull ? format_timestamp(t).substr(0, 10) : "";
 }
 
+// The deepest date in a job's path (archive/2026-11-03/job-17, runs/20261103_1200/), not digits
+// inside a longer number (a job id such as 1202611030); "" when none.
+std::string date_in_path(const std::string& path) {
+  static const RE2 kPathDate(R"((20[0-9]{2})[-_.]?(0[1-9]|1[0-2])[-_.]?(0[1-9]|[12][0-9]|3[01]))");
+  auto digit = [](char c) { return c >= '0' && c <= '9'; };
+  auto str = [](re2::StringPiece p) { return std::string(p.data(), p.size()); };
+  std::string found;
+  re2::StringPiece text(path.data(), path.size()), m[4];
+  for (size_t at = 0; at < path.size() && kPathDate.Match(text, at, text.size(), RE2::UNANCHORED, m, 4);) {
+    size_t begin = static_cast<size_t>(m[0].data() - text.data()), end = begin + m[0].size();
+    if ((begin == 0 || !digit(path[begin - 1])) && (end == path.size() || !digit(path[end])))
+      found = str(m[1]) + "-" + str(m[2]) + "-" + str(m[3]);
+    at = begin + 1;
+  }
+  return found;
+}
+
 }  // namespace
 
 std::string job_date(const Diagnosis& d, const std::string& job_path) {
@@ -54,19 +71,7 @@ std::string job_date(const Diagnosis& d, const std::string& job_path) {
   for (const auto& r : d.ranks)
     if (r.last_time.kind == Timestamp::kFull && (!last.valid() || r.last_time.ms > last.ms)) last = r.last_time;
   if (std::string date = date_of(last); !date.empty()) return date;
-  // Then the deepest date in the job's path (archive/2026-11-03/job-17, runs/20261103_...).
-  static const RE2 kPathDate(R"((20[0-9]{2})[-_.]?(0[1-9]|1[0-2])[-_.]?(0[1-9]|[12][0-9]|3[01]))");
-  auto digit = [](char c) { return c >= '0' && c <= '9'; };
-  std::string found;
-  re2::StringPiece text(job_path.data(), job_path.size()), m[4];
-  for (size_t at = 0; at < job_path.size() && kPathDate.Match(text, at, text.size(), RE2::UNANCHORED, m, 4);) {
-    size_t begin = static_cast<size_t>(m[0].data() - text.data()), end = begin + m[0].size();
-    // Not inside a longer number (a job id such as 1202611030).
-    if ((begin == 0 || !digit(job_path[begin - 1])) && (end == job_path.size() || !digit(job_path[end])))
-      found = fmt::format("{}-{}-{}", std::string(m[1].data(), m[1].size()), std::string(m[2].data(), m[2].size()), std::string(m[3].data(), m[3].size()));
-    at = begin + 1;
-  }
-  return found;
+  return date_in_path(job_path);
 }
 
 namespace {
