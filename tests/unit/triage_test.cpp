@@ -363,7 +363,7 @@ TEST_CASE("triage: --since/--until keep the jobs dated in the window, count the 
   dir.write("jobs/b/out.log", "2026-11-05 10:00:00,000" + oom);
   dir.write("jobs/2026-11-09-c/out.log", "step 1\n" + oom.substr(1));  // dated by its path
   dir.write("jobs/d/out.log", "step 1\n" + oom.substr(1));             // nothing dates it
-  dir.write("jobs/e/out.log.gz", std::string("\x1f\x8b\x08\x00broken", 12));
+  dir.write("jobs/e/out.log.gz", std::string("\x1f\x8b\x08\x00broken", 10));
   auto run = [&](const std::string& format, const std::string& since, const std::string& until) {
     TriageOptions o;
     o.paths = {dir.path() + "/jobs"};
