@@ -122,6 +122,16 @@ void LineFeed::on_long_line(std::string_view head, uint64_t) {
   process_line(head, kAllPatterns, false);
 }
 
+// The file's name gives a rank (FileIdentity): a line whose prefix names another is counted, so
+// that a per-rank file whose name and lines disagree is reported (name_rank_note()).
+void LineFeed::note_line_rank(int rank) {
+  summary_.name_rank = attr_.file().rank;
+  ++summary_.lines_with_rank;
+  if (rank == attr_.file().rank) return;
+  ++summary_.lines_with_other_rank;
+  if (summary_.other_rank < 0) summary_.other_rank = rank;
+}
+
 void LineFeed::on_partial_line(std::string_view head) { process_line(head, kAllPatterns, true); }
 
 void LineFeed::process_line(std::string_view line, const Potentials& pot, bool partial, LineHints hints,
@@ -138,6 +148,7 @@ void LineFeed::process_line(std::string_view line, const Potentials& pot, bool p
   }
   for_each_segment(line, scratch_, [&](std::string_view seg) {
     Attribution a = attr_.attribute(seg, plan);  // one segment when there is a plan: the whole line
+    if (attr_.file().rank >= 0 && a.rank >= 0 && !a.rank_from_name && !a.inherited && !partial) note_line_rank(a.rank);
     if (a.severity) note_header(a.rank, line_no, a.severity);
     // A segment inside the block outlives this call (until the tails are settled: at the end of
     // on_block(), or at on_mapped_release()); one in a scratch buffer (escapes stripped) or a

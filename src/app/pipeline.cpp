@@ -132,6 +132,10 @@ void analyze_input(const InputSource& in, uint32_t index, const Matcher& matcher
       line_offset += sums[p].lines;
       s.lines += sums[p].lines;
       s.long_lines += sums[p].long_lines;
+      s.name_rank = std::max(s.name_rank, sums[p].name_rank);
+      s.lines_with_rank += sums[p].lines_with_rank;
+      s.lines_with_other_rank += sums[p].lines_with_other_rank;
+      if (s.other_rank < 0) s.other_rank = sums[p].other_rank;
       s.bytes += bytes[p];
       if (!status[p].ok() && s.error.empty()) {
         s.error = status[p].message();

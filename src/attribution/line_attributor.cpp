@@ -1094,7 +1094,10 @@ Attribution LineAttributor::attribute(std::string_view line, AttributionPlan* pl
     // where it equals the global rank.
     a.rank = a.local_rank;
   }
-  if (a.rank < 0 && file_.rank >= 0) a.rank = file_.rank;
+  if (a.rank < 0 && file_.rank >= 0) {
+    a.rank = file_.rank;
+    a.rank_from_name = true;
+  }
   if (a.host.empty() && !file_.host.empty()) a.host = file_.host;
   if (a.rank < 0 && !any_prefix && last_rank_ >= 0 && is_continuation(s)) {
     a.rank = last_rank_;

@@ -29,6 +29,13 @@ int world_or(const std::string* s, int fallback) {
 }
 }  // namespace correlator_detail
 
+std::string name_rank_note(const InputSummary& in) {
+  if (in.name_rank < 0 || in.lines_with_other_rank * 2 <= in.lines_with_rank) return "";
+  return fmt::format("its name says rank {}, but {} of its {} line(s) that name a rank name another (first: rank {}); "
+                     "the lines' ranks are used",
+                     in.name_rank, in.lines_with_other_rank, in.lines_with_rank, in.other_rank);
+}
+
 Diagnosis Correlator::finish() {
   Diagnosis d;
   d.inputs = inputs_;

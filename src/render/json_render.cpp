@@ -123,6 +123,7 @@ json diagnosis_to_json(const Diagnosis& d, const Library& lib) {
     if (in.long_lines) o["long_lines"] = in.long_lines;
     if (!in.error.empty()) o["error"] = sanitize_utf8(in.error);
     if (!in.skipped.empty()) o["skipped"] = in.skipped;
+    if (std::string note = name_rank_note(in); !note.empty()) o["note"] = note;
     inputs.push_back(o);
   }
   j["inputs"] = inputs;

@@ -76,6 +76,15 @@ void render_traceback(std::string& out, const Traceback& t, const std::string& i
 
 void render_entry_body(std::string& out, const Diagnosis& d, const Library& lib, const TextStyle& style);
 
+// "\nNote: rank3.log: its name says rank 3, but ..." per input whose name and lines disagree: a
+// layout read against its name is said, never silent.
+std::string input_notes(const Diagnosis& d) {
+  std::string out;
+  for (const auto& in : d.inputs)
+    if (std::string note = name_rank_note(in); !note.empty()) out += "\nNote: " + safe_line(in.path) + ": " + note + ".";
+  return out;
+}
+
 }  // namespace
 
 std::string no_rank_phrase(const RankDecision& r) { return r.method == "job-wide" ? "none (job-wide)" : "unknown"; }
@@ -271,14 +280,16 @@ void render_entry_body(std::string& out, const Diagnosis& d, const Library& lib,
     out += fmt::format("\nNote: some detail was dropped at a bound: {}\n", safe(fmt::format("{}", fmt::join(d.limits.dropped, "; "))));
   if (d.skipped_inputs)
     out += fmt::format("\nNote: {} binary file(s) skipped (-v names them on stderr)\n", d.skipped_inputs);
+  if (std::string notes = input_notes(d); !notes.empty()) out += notes + "\n";
 }
 
 }  // namespace
 
 std::string read_summary(const Diagnosis& d) {
   std::string skipped = d.skipped_inputs ? fmt::format("; {} binary file(s) skipped", d.skipped_inputs) : "";
-  return fmt::format("Read {} line(s), {} byte(s) from {} input(s){}.", d.total_lines, d.total_bytes,
-                     d.inputs.size() - d.skipped_inputs, skipped);
+  std::string out = fmt::format("Read {} line(s), {} byte(s) from {} input(s){}.", d.total_lines, d.total_bytes,
+                                d.inputs.size() - d.skipped_inputs, skipped);
+  return out + input_notes(d);
 }
 
 }  // namespace firstfault

@@ -722,3 +722,16 @@ TEST_CASE("correlator: a host whose clock runs ahead is estimated from the timeo
   for (int r : {4, 6, 7}) close += timeout(r, 77, "ALLREDUCE", "10:11:01");
   CHECK(f.run(close).clock_skew.empty());
 }
+
+TEST_CASE("correlator: a per-rank file whose name and lines disagree is said, and the lines' ranks are used") {
+  Fixture f;
+  Diagnosis d = f.run("[rank5]:step 1\n[rank5]:step 2\n" + oom(5), "rank3.log");
+  REQUIRE(d.initiating.rank);
+  CHECK(*d.initiating.rank == 5);
+  REQUIRE(d.inputs.size() == 1);
+  CHECK_THAT(name_rank_note(d.inputs[0]), Catch::Contains("its name says rank 3, but 3 of its 3 line(s) that name a rank name another (first: rank 5)"));
+  CHECK_THAT(render_text(d, f.lib, TextStyle{}), Catch::Contains("Note: "));
+  CHECK_THAT(dump_json(diagnosis_to_json(d, f.lib)), Catch::Contains("\"note\": \"its name says rank 3"));
+  // Lines with no rank of their own, or the file's own rank, say nothing.
+  CHECK(name_rank_note(f.run("step 1\n" + oom(3), "rank3.log").inputs[0]).empty());
+}

@@ -54,6 +54,7 @@ class LineFeed : public BlockSink {
   };
   static constexpr Potentials kAllPatterns{true, nullptr, nullptr, nullptr, 0};
   // `plan`: the attribution plan of the line's digit template (lines without CR or escapes only).
+  void note_line_rank(int rank);
   void process_line(std::string_view line, const Potentials& potentials, bool partial, LineHints hints = {},
                     AttributionPlan* plan = nullptr);
   // The lines of one block; on_block() settles the tails after it, a mapped block's wait for

@@ -31,13 +31,15 @@ struct Attribution {
   bool fatal = false;         // a glog/c10 header of severity F: the process is about to abort
   char severity = 0;          // the letter of the line's glog/c10 header (I, W, E, F), 0 when it has none
   bool about_rank = false;    // the launcher's line about `rank` (torchrun's failure summary), not its output
+  bool rank_from_name = false;  // the rank is the file name's (FileIdentity), the line names none
 };
 
 // Field by field, the body by its text (checks that a replayed plan gives what a full peel does).
 inline bool same_attribution(const Attribution& x, const Attribution& y) {
   return x.rank == y.rank && x.local_rank == y.local_rank && x.host == y.host && x.pid == y.pid &&
          x.time.kind == y.time.kind && x.time.ms == y.time.ms && x.body == y.body && x.inherited == y.inherited &&
-         x.fatal == y.fatal && x.severity == y.severity && x.about_rank == y.about_rank;
+         x.fatal == y.fatal && x.severity == y.severity && x.about_rank == y.about_rank &&
+         x.rank_from_name == y.rank_from_name;
 }
 
 // What a file's name says about its lines (rank3.log, worker-3, node-07.out, ...).
@@ -73,6 +75,7 @@ struct AttributionPlan {
 class LineAttributor {
  public:
   explicit LineAttributor(FileIdentity file = {}) : file_(std::move(file)) {}
+  const FileIdentity& file() const { return file_; }
 
   // `line` has no trailing newline, no '\r' and no ANSI escapes. With `plan` (the plan of the
   // line's digit template, kUnknown for a new one), the layers are replayed from it or it is

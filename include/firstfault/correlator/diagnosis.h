@@ -58,7 +58,16 @@ struct InputSummary {
   std::string compression;
   std::string error;        // empty when the input was read completely
   std::string skipped{};    // why it was not read, when on purpose: "binary file (NUL byte at offset 8)"
+  // The file's name gives a rank (rank3.log, worker-2): how many lines carry a rank of their own,
+  // and how many of those another one (the first such rank kept), to say when they disagree.
+  uint64_t lines_with_rank = 0, lines_with_other_rank = 0;
+  int other_rank = -1;
+  int name_rank = -1;
 };
+
+// "its name says rank 3, but most of its lines are rank 5's (the lines' ranks are used)" when
+// more than half of the file's lines that name a rank name another one; "" otherwise.
+std::string name_rank_note(const InputSummary& in);
 
 struct RankDecision {
   std::optional<int> rank;
