@@ -154,6 +154,7 @@ Correlator::LauncherVerdict Correlator::launcher_verdict() const {
   };
   first_ranked("mpirun_noticed_rank", "mpirun's \"noticed that process rank\" line");
   first_ranked("mpirun_first_failed", "mpirun's first failed process");
+  first_ranked("tgi_shard_failed_or_webserver", "TGI's \"Shard N failed to start\"");  // a shard is a TP rank
   // torchrun's agent logs "failed (exitcode: N) local_rank: K" for the worker whose failure it saw
   // first; its local rank is the job's rank when the job shows one host (the event's rank then).
   if (auto def = lib_.find_pattern("elastic_child_failed"); def && !v.rank) {
