@@ -21,24 +21,23 @@ namespace {
 // blocks and never pass through here.
 std::string terminal_inline(std::string_view line, bool color) {
   std::string out;
+  // A span between `mark`s at `i`, shown with `sgr` (or plain): its length, 0 when none is there.
+  auto span = [&](size_t i, std::string_view mark, const char* sgr) -> size_t {
+    if (line.compare(i, mark.size(), mark) != 0) return 0;
+    size_t end = line.find(mark, i + mark.size());
+    if (end == std::string_view::npos || end == i + mark.size()) return 0;
+    std::string_view inner = line.substr(i + mark.size(), end - i - mark.size());
+    out += color ? fmt::format("\x1b[{}m{}\x1b[0m", sgr, inner) : std::string(inner);
+    return end + mark.size() - i;
+  };
   for (size_t i = 0; i < line.size();) {
-    if (line.compare(i, 2, "**") == 0) {
-      size_t end = line.find("**", i + 2);
-      if (end != std::string_view::npos && end > i + 2) {
-        std::string_view inner = line.substr(i + 2, end - i - 2);
-        out += color ? fmt::format("\x1b[1m{}\x1b[0m", inner) : std::string(inner);
-        i = end + 2;
-        continue;
-      }
+    if (size_t n = span(i, "**", "1")) {
+      i += n;
+      continue;
     }
-    if (line[i] == '`') {
-      size_t end = line.find('`', i + 1);
-      if (end != std::string_view::npos && end > i + 1) {
-        std::string_view inner = line.substr(i + 1, end - i - 1);
-        out += color ? fmt::format("\x1b[36m{}\x1b[0m", inner) : std::string(inner);
-        i = end + 1;
-        continue;
-      }
+    if (size_t n = span(i, "`", "36")) {
+      i += n;
+      continue;
     }
     if (line[i] == '[') {
       size_t close = line.find("](", i + 1), end = close == std::string_view::npos ? close : line.find(')', close + 2);

@@ -25,31 +25,8 @@ render() {  # render NAME: DOM to NAME.dom, screenshot to NAME.png
     --dump-dom "file://$out/$name.html" > "$out/$name.dom" 2> /dev/null || fail "$name: chromium could not render the page"
 }
 
-# A screenshot that is a picture: a valid PNG of the window's size with enough non-white pixels.
-check_png() {
-  python3 - "$1" << 'PY'
-import struct, sys, zlib
-data = open(sys.argv[1], 'rb').read()
-assert data[:8] == b'\x89PNG\r\n\x1a\n', 'not a PNG'
-pos, idat, w = 8, b'', 0
-while pos < len(data):
-    n, kind = struct.unpack('>I4s', data[pos:pos + 8])
-    body = data[pos + 8:pos + 8 + n]
-    if kind == b'IHDR':
-        w, h, depth, colour = struct.unpack('>IIBB', body[:10])
-    elif kind == b'IDAT':
-        idat += body
-    pos += 12 + n
-raw = zlib.decompress(idat)
-bpp = 4 if colour == 6 else 3
-stride = w * bpp + 1
-# Count rows that are not one flat colour (filter bytes aside): a blank page has none.
-busy = sum(1 for y in range(h) if len(set(raw[y * stride + 1:(y + 1) * stride])) > 8)
-print(f'{sys.argv[1]}: {w}x{h}, {busy} rows with content')
-assert w >= 1000 and h >= 800, 'wrong size'
-assert busy > h // 4, 'the page looks blank'
-PY
-}
+# A screenshot that is a picture (tests/render/check_png.py).
+check_png() { python3 "$(dirname "$0")/check_png.py" "$1"; }
 
 # 1. The 8-rank example: rank 5 is the initiating rank.
 "$ff" timeline --format html "$src/testdata/kb/nccl-collective-timeout.log" > "$out/small.html"

@@ -67,26 +67,7 @@ grep -Eq '<td class="n">[0-9]+</td><td><code>gpu-a17</code></td>' "$dom" || fail
 grep -q "LabelMapError: no mapping for '&lt;\*&gt;'" "$dom" || fail "no cluster of the unrecognised LabelMapError"
 grep -q 'broken' "$dom" || fail "the unreadable job is not listed"
 grep -q '&lt;img src=x' "$out/triage.html" || fail "the hostile line is not shown as text"
-python3 - "$out/triage.png" << 'PY' || fail "bad screenshot"
-import struct, sys, zlib
-data = open(sys.argv[1], 'rb').read()
-assert data[:8] == b'\x89PNG\r\n\x1a\n', 'not a PNG'
-pos, idat = 8, b''
-while pos < len(data):
-    n, kind = struct.unpack('>I4s', data[pos:pos + 8])
-    body = data[pos + 8:pos + 8 + n]
-    if kind == b'IHDR':
-        w, h, depth, colour = struct.unpack('>IIBB', body[:10])
-    elif kind == b'IDAT':
-        idat += body
-    pos += 12 + n
-raw = zlib.decompress(idat)
-bpp = 4 if colour == 6 else 3
-stride = w * bpp + 1
-busy = sum(1 for y in range(h) if len(set(raw[y * stride + 1:(y + 1) * stride])) > 8)
-print(f'{sys.argv[1]}: {w}x{h}, {busy} rows with content')
-assert busy > h // 4, 'the page looks blank'
-PY
+python3 "$(dirname "$0")/check_png.py" "$out/triage.png" || fail "bad screenshot"
 # Self-contained and inert: no request leaves the page, and log text cannot add markup.
 if grep -Eo '<[^>]*' "$out/triage.html" | grep -E '\b(src|href)=|https?://' | grep -vq 'xmlns="http://www.w3.org/2000/svg"'; then
   fail "the page references something outside itself"
