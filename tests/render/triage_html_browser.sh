@@ -6,16 +6,7 @@
 # and not a blank page, and that the page loads nothing from anywhere.
 # Usage: triage_html_browser.sh FIRSTFAULT SOURCE_DIR [OUT_DIR]; exit 77 (skip) without chromium.
 set -euo pipefail
-ff=$1
-src=$2
-out=${3:-$(mktemp -d)}
-mkdir -p "$out"
-browser=$(command -v chromium || command -v chromium-browser || true)
-if [ -z "$browser" ]; then
-  echo "SKIP: no chromium on this machine (Debian package 'chromium'; .ci/install-deps installs it)"
-  exit 77
-fi
-fail() { echo "FAIL: $*" >&2; exit 1; }
+. "$(dirname "$0")/browser_common.sh"
 
 jobs="$out/archive"
 rm -rf "$jobs"
