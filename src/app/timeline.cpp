@@ -17,6 +17,8 @@
 
 namespace firstfault {
 
+constexpr size_t kIndentedTimelineRanks = 64;
+
 int run_timeline(const TimelineOptions& o, std::ostream& out) {
   if (!rank_from_ok(o.rank_from)) return kExitUsage;
   AnalyzeOptions ao;
@@ -51,7 +53,9 @@ int run_timeline(const TimelineOptions& o, std::ostream& out) {
     t["collateral"] = j["collateral"];
     t["ranks"] = j["ranks"];
     t["inputs"] = j["inputs"];
-    out << dump_json(t) << "\n";
+    // Indented for a person up to 64 ranks; one line beyond (a 4,096-rank job's timeline is for
+    // a program, and indentation would triple its size).
+    out << dump_json(t, d.ranks.size() > kIndentedTimelineRanks ? -1 : 2) << "\n";
     return r.problems.empty() ? 0 : kExitUsage;
   }
   if (o.format == "html") out << render_timeline_html(d, lib);

@@ -31,6 +31,10 @@ expect 2 "no entry 'cuda-om' \(did you mean: cuda-oom" "$ff" explain cuda-om
 expect 2 "unknown category 'memry' \(did you mean 'memory'\?\); the categories are: network, " "$ff" list --category memry
 expect 2 "'10' has no unit: write 10s, 10m or 10h" "$ff" watch --stall 10 /dev/null
 expect 2 'dir is required' "$ff" catalog
+# timeline JSON is indented for a person up to 64 ranks, one line beyond.
+for r in $(seq 0 99); do printf '[rank%d]: step 1 loss 2.0\n' "$r"; done > ranks100.log
+[ "$("$ff" timeline --format json ranks100.log | wc -l)" -eq 1 ] || fail "a 100-rank timeline JSON is not one line"
+[ "$("$ff" timeline --format json "$src/testdata/kb/cuda-oom.log" | wc -l)" -gt 20 ] || fail "a small timeline JSON is not indented"
 # explain renders its markup for a terminal: bold and code spans without their asterisks and backticks.
 expect 0 '^cuda-oom · category memory · severity high · action stop' "$ff" explain cuda-oom --color never
 expect 0 $'category \e\\[1mmemory\e\\[0m' "$ff" explain cuda-oom --color always
