@@ -52,6 +52,9 @@ Diagnosis Correlator::finish() {
 
   const ErrorLines errors = error_lines();
   std::vector<Hits> all = evaluate_entries(errors);
+  // Only a job no entry explains with a root line of its own is read for a last resort's words.
+  if (std::none_of(all.begin(), all.end(), [](const Hits& h) { return h.has_root; }) && read_error_words(errors))
+    all = evaluate_entries(errors);
   const Collectives coll = analyse_collectives();
   const LauncherVerdict launcher = launcher_verdict();
   const OwnErrors own{*this, errors, std::nullopt};
@@ -75,7 +78,7 @@ Diagnosis Correlator::finish() {
     if (ended) note_outside_end(d, *ended);
     assign_collateral(d, top, coll);
   }
-  summarise_ranks(d);
+  summarise_ranks(d, errors);
   d.traceback = traceback_of_decisive_line(d);
   d.action = decide_action(d);
   return d;
@@ -182,24 +185,27 @@ void Correlator::list_evidence(Diagnosis& d, const Hits& top) const {
 // `diagnose` name the same line the same way), else the first of any entry's. The initiating
 // rank is listed even when no line is prefixed with it (named only by a message, e.g. NCCL's
 // "rank 3" in a socket error): with no lines of its own, its first event is the deciding line.
-void Correlator::summarise_ranks(Diagnosis& d) const {
+void Correlator::summarise_ranks(Diagnosis& d, const ErrorLines& errors) const {
   struct First {
     const Event* ev = nullptr;
     Role role = Role::kRoot;
   };
-  auto first_events = [&](const std::vector<PatternRef>& refs, std::map<int, First>& into) {
-    for (const PatternRef& ref : refs) {
+  // A generic entry reads only error lines that are not harmless, here as in its evaluation (a
+  // last resort's words, "environment variable", also sit in warnings).
+  auto first_events = [&](const Entry& e, std::map<int, First>& into) {
+    for (const PatternRef& ref : e.refs) {
       if (ref.role == Role::kContext) continue;
       for (const Event& ev : events_by_def_[ref.def]) {
         if (ev.rank < 0) continue;
+        if (e.match.generic && (!errors.is_error(ev) || errors.is_benign(ev))) continue;
         First& f = into[ev.rank];
         if (!f.ev || earlier(ev, *f.ev)) f = {&ev, ref.role};
       }
     }
   };
   std::map<int, First> of_entry, of_any;
-  if (d.entry) first_events(d.entry->refs, of_entry);
-  for (const Entry& e : lib_.entries) first_events(e.refs, of_any);
+  if (d.entry) first_events(*d.entry, of_entry);
+  for (const Entry& e : lib_.entries) first_events(e, of_any);
   auto role_of = [&](int r) -> std::string {
     if ((d.initiating.rank && *d.initiating.rank == r) || (d.suspect && d.suspect->rank && *d.suspect->rank == r))
       return "initiating";

@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <set>
 
 #include "correlator_steps.h"
 
@@ -25,7 +26,7 @@ std::vector<Correlator::Hits> Correlator::evaluate_entries(const ErrorLines& err
     return std::find(error_line_defs.begin(), error_line_defs.end(), def) != error_line_defs.end();
   };
 
-  std::vector<Hits> all, fallbacks;
+  std::vector<Hits> all, fallbacks, last_resorts;
   all.reserve(lib_.entries.size());
   const Event* earliest_root = nullptr;
   for (const Entry& e : lib_.entries) {
@@ -74,6 +75,10 @@ std::vector<Correlator::Hits> Correlator::evaluate_entries(const ErrorLines& err
     }
     h.supported = rule && signal;
     if (!h.supported) continue;
+    if (e.match.last_resort > 0) {
+      if (h.has_root) last_resorts.push_back(std::move(h));
+      continue;
+    }
     // A generic entry's root (an exit code, an exception class) says nothing about which specific
     // entry's root came first.
     if (h.first_root && !e.match.generic && (!earliest_root || earlier(*h.first_root, *earliest_root)))
@@ -83,6 +88,7 @@ std::vector<Correlator::Hits> Correlator::evaluate_entries(const ErrorLines& err
 
   score_entries(all, earliest_root);
   rank_entries(all);
+  add_last_resort(all, fallbacks, last_resorts);
 
   // Fallback entries describe what a log that *lacks* something means (e.g. NCCL init that never
   // completed); they count only when nothing else is supported.
@@ -95,6 +101,99 @@ std::vector<Correlator::Hits> Correlator::evaluate_entries(const ErrorLines& err
   if (all.empty())
     if (auto hang = hang_from_silence()) all.push_back(std::move(*hang));
   return all;
+}
+
+// The root patterns of last-resort entries are not scanned on every line (Matcher): they are
+// read here on the job's error lines that are not harmless, once per line, as events of their own.
+// True when any was found.
+bool Correlator::read_error_words(const ErrorLines& errors) {
+  bool found = false;
+  std::set<std::pair<uint32_t, uint64_t>> seen;
+  std::vector<const Event*> lines;
+  for (const Event* ev : errors.lines)
+    if (!errors.is_benign(*ev) && seen.insert({ev->input, ev->line}).second) lines.push_back(ev);
+  for (const Entry& e : lib_.entries) {
+    if (e.match.last_resort == 0) continue;
+    for (const PatternRef& ref : e.refs) {
+      if (ref.role != Role::kRoot) continue;
+      std::vector<Event>& out = events_by_def_[ref.def];
+      out.clear();  // finish() may run again on a copy (watch)
+      const RE2* re = lib_.patterns[ref.def].re.get();
+      if (!re) continue;
+      for (const Event* ev : lines)
+        if (RE2::PartialMatch(ev->text, *re)) {
+          Event word = *ev;
+          word.def = ref.def;
+          word.captures.clear();
+          out.push_back(std::move(word));
+          found = true;
+        }
+    }
+  }
+  return found;
+}
+
+// Last-resort entries read the words of an error line no entry knows ("No space left" in a
+// message of a library's own): better a category and a rank than `unrecognized`, never better
+// than any entry with a root line of its own. The lowest level wins, then the earliest line; a
+// job whose only reading is a consequence (a collective timeout) takes it when it came first.
+void Correlator::add_last_resort(std::vector<Hits>& all, const std::vector<Hits>& fallbacks,
+                                 std::vector<Hits>& candidates) const {
+  constexpr double kLastResortConfidence = 0.2;
+  if (candidates.empty()) return;
+  if (std::any_of(all.begin(), all.end(), [](const Hits& h) { return h.has_root; })) return;
+  // A line another entry reads, in any role (a store timeout it knows as a consequence, the
+  // wrapper of a known error, a fallback's line), is not a message no entry knows: a candidate
+  // keeps only its other root lines. Lines, not events: each pattern on a line has its own event.
+  std::set<std::pair<uint32_t, uint64_t>> known;
+  for (const std::vector<Hits>* list : std::initializer_list<const std::vector<Hits>*>{&all, &fallbacks})
+    for (const Hits& h : *list)
+      for (const auto& events : h.by_ref)
+        for (const Event* ev : events) known.insert({ev->input, ev->line});
+  // Nor is a line the library knows as a consequence anywhere (a peer lost, torchrun's
+  // ChildFailedError, a watchdog timeout), or one that only lists possible causes.
+  for (size_t def : consequence_defs())
+    for (const Event& ev : events_by_def_[def]) known.insert({ev.input, ev.line});
+  const auto hedge_def = lib_.find_pattern("error_hedge_line");
+  const RE2* hedge = hedge_def ? lib_.patterns[*hedge_def].re.get() : nullptr;
+  auto hedged = [&](const Event& ev) { return hedge && RE2::PartialMatch(ev.text, *hedge); };
+  for (Hits& h : candidates) {
+    h.first_root = nullptr;
+    for (size_t r = 0; r < h.entry->refs.size(); ++r) {
+      if (h.entry->refs[r].role != Role::kRoot) continue;
+      auto& evs = h.by_ref[r];
+      evs.erase(std::remove_if(evs.begin(), evs.end(), [&](const Event* ev) { return known.count({ev->input, ev->line}) > 0 || hedged(*ev); }), evs.end());
+      for (const Event* ev : evs)
+        if (!h.first_root || earlier(*ev, *h.first_root)) h.first_root = ev;
+    }
+  }
+  candidates.erase(std::remove_if(candidates.begin(), candidates.end(), [](const Hits& h) { return !h.first_root; }),
+                   candidates.end());
+  if (candidates.empty()) return;
+  std::stable_sort(candidates.begin(), candidates.end(), [&](const Hits& a, const Hits& b) {
+    if (a.entry->match.last_resort != b.entry->match.last_resort)
+      return a.entry->match.last_resort < b.entry->match.last_resort;
+    return a.first_root != b.first_root && earlier(*a.first_root, *b.first_root);
+  });
+  const Event& first = *candidates.front().first_root;
+  for (const Hits& h : all)
+    if (h.first_any && !earlier(first, *h.first_any)) return;
+  for (Hits& h : candidates) h.confidence = kLastResortConfidence;
+  candidates.front().confidence = kLastResortConfidence + 0.05;
+  all.insert(all.begin(), std::make_move_iterator(candidates.begin()), std::make_move_iterator(candidates.end()));
+}
+
+// The patterns whose lines are never a last resort's root: every pattern some entry reads as a
+// cascade or teardown, and the engine's consequence lines.
+std::vector<size_t> Correlator::consequence_defs() const {
+  std::vector<size_t> defs;
+  for (const Entry& e : lib_.entries)
+    for (const PatternRef& r : e.refs)
+      if (r.role == Role::kCascade || r.role == Role::kTeardown) defs.push_back(r.def);
+  if (auto def = lib_.find_pattern("error_consequence_line")) defs.push_back(*def);
+  std::sort(defs.begin(), defs.end());
+  defs.erase(std::unique(defs.begin(), defs.end()), defs.end());
+  return defs;
 }
 
 // Confidence from the evidence an entry saw: a root event, more distinct roots and contexts,

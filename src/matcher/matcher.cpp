@@ -7,9 +7,15 @@
 namespace firstfault {
 
 Matcher::Matcher(const Library& lib) : lib_(lib) {
-  std::vector<bool> referenced(lib_.patterns.size(), false);
+  std::vector<bool> referenced(lib_.patterns.size(), false), scanned(lib_.patterns.size(), false);
   for (const Entry& e : lib_.entries)
-    for (const PatternRef& r : e.refs) referenced[r.def] = true;
+    for (const PatternRef& r : e.refs) {
+      referenced[r.def] = true;
+      // A last resort's words are read on the job's few error lines at the end
+      // (Correlator::read_error_words), not on every line: "dataset" or "NVLink" sit in
+      // countless healthy lines.
+      if (e.match.last_resort == 0 || r.role != Role::kRoot) scanned[r.def] = true;
+    }
   // Entries often define the same regex under their own names (a NCCL transport line, say):
   // scanning and confirming it once per line instead of once per copy saves work on the lines
   // that match most often.
@@ -19,6 +25,8 @@ Matcher::Matcher(const Library& lib) : lib_(lib) {
       tail_defs_.push_back(i);
       continue;
     }
+    if (referenced[i] && !scanned[i]) continue;
+    if (lib_.patterns[i].name == "error_hedge_line") continue;  // read on a last resort's lines only
     auto [it, fresh] = group_of.emplace(lib_.patterns[i].regex, line_groups_.size());
     if (fresh) line_groups_.emplace_back();
     line_groups_[it->second].push_back(i);

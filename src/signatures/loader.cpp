@@ -531,13 +531,20 @@ Library load_sources(const std::vector<SourceFile>& sources, std::vector<LoadPro
       if (!m.IsMap()) {
         fc.error(m, "'match' must be a mapping");
       } else {
-        fc.only_keys(m, {"require", "any", "boost", "penalize", "absent", "fallback", "generic", "captures"}, "'match'");
+        fc.only_keys(m, {"require", "any", "boost", "penalize", "absent", "fallback", "generic", "last_resort", "captures"}, "'match'");
         for (auto [key, flag] : {std::pair{"fallback", &e.match.fallback}, std::pair{"generic", &e.match.generic}})
           if (m[key]) {
             std::string f = fc.scalar(m, key, false);
             if (f != "true" && f != "false") fc.error(m[key], fmt::format("'{}' must be true or false", key));
             *flag = f == "true";
           }
+        if (m["last_resort"]) {
+          std::string level = fc.scalar(m, "last_resort", false);
+          if (level.size() != 1 || level[0] < '1' || level[0] > '9')
+            fc.error(m["last_resort"], "'last_resort' is a level from 1 (tried first) to 9");
+          else e.match.last_resort = level[0] - '0';
+          e.match.generic = true;  // it reads error lines only, like any generic entry
+        }
         if (e.match.fallback && e.match.generic) fc.error(m["generic"], "an entry is either 'fallback' or 'generic', not both");
         auto names_to_refs = [&](const char* key, std::vector<size_t>& out) {
           for (const auto& n : fc.list(m, key, false)) {

@@ -735,3 +735,41 @@ TEST_CASE("correlator: a per-rank file whose name and lines disagree is said, an
   // Lines with no rank of their own, or the file's own rank, say nothing.
   CHECK(name_rank_note(f.run("step 1\n" + oom(3), "rank3.log").inputs[0]).empty());
 }
+
+// Last-resort entries (match.last_resort): the words of an error line no entry knows name a
+// category and a rank, never over an entry with a root line, never from a consequence or a guess.
+TEST_CASE("correlator: a last resort reads an unknown error's words, by level, and never a consequence or a guess") {
+  Fixture f;
+  auto id_of = [](const Diagnosis& d) { return d.entry ? d.entry->id : std::string("-"); };
+  SECTION("an unknown message about a file on one rank, the others time out") {
+    Diagnosis d = f.run("[rank2]:RuntimeError: checkpoint file /ckpt/step_4000/rank_2.pt is truncated\n" + timeout(0, 9) +
+                        timeout(1, 9) + timeout(3, 9));
+    CHECK(id_of(d) == "generic-error-message-storage");
+    REQUIRE(d.initiating.rank);
+    CHECK(*d.initiating.rank == 2);
+    CHECK(d.confidence <= 0.25);
+  }
+  SECTION("a resource that broke outranks an earlier fabric word (level 2 before level 4)") {
+    Diagnosis d = f.run("[rank1]:RuntimeError: RDMA transport error on mlx5_2:1, retry counter exceeded\n"
+                        "[rank0]:RuntimeError: failed to allocate 4096 blocks: not enough free memory on cuda:0\n");
+    CHECK(id_of(d) == "generic-error-message-memory");
+  }
+  SECTION("a lost peer is a consequence, not a network diagnosis") {
+    Diagnosis d = f.run("[rank1]:RuntimeError: [gloo/transport/tcp/pair.cc:598] Connection reset by peer\n");
+    CHECK(d.verdict == "unrecognized");
+  }
+  SECTION("a framework's list of possible causes is not evidence") {
+    Diagnosis d = f.run(
+        "ray.exceptions.ActorDiedError: The actor died. Worker exit type: SYSTEM_ERROR. There are some potential root "
+        "causes. (1) The process is killed by SIGKILL by OOM killer due to high memory usage.\n");
+    CHECK(d.verdict == "unrecognized");
+  }
+  SECTION("an entry with a root line of its own wins") {
+    Diagnosis d = f.run(oom(1) + "[rank0]:RuntimeError: checkpoint file /ckpt/x.pt is truncated\n");
+    CHECK(id_of(d) == "cuda-oom");
+  }
+  SECTION("the same words outside an error line are not read") {
+    Diagnosis d = f.run("Loading checkpoint shards from /ckpt (file 3 of 8 is missing a .index)\nstep 1 loss 2.0\n");
+    CHECK(d.verdict == "clean");
+  }
+}

@@ -208,6 +208,9 @@ class Correlator {
   void score_entries(std::vector<Hits>& all, const Event* earliest_root) const;
   void rank_entries(std::vector<Hits>& all) const;
   void keep_generic_only_without_specific(std::vector<Hits>& all) const;
+  bool read_error_words(const ErrorLines& errors);  // entry_evaluation.cpp
+  std::vector<size_t> consequence_defs() const;
+  void add_last_resort(std::vector<Hits>& all, const std::vector<Hits>& fallbacks, std::vector<Hits>& candidates) const;
   std::optional<Hits> hang_from_silence() const;
   // The silent-hang entry as a supported candidate with `confidence` (hang_from_silence, outside ends).
   std::optional<Hits> silent_hang(double confidence) const;
@@ -218,7 +221,7 @@ class Correlator {
   void list_evidence(Diagnosis& d, const Hits& top) const;
   void assign_collateral(Diagnosis& d, const Hits& top, const Collectives& coll) const;  // collateral.cpp
   void report_limits(Diagnosis& d) const;    // diagnosis_assembly.cpp
-  void summarise_ranks(Diagnosis& d) const;
+  void summarise_ranks(Diagnosis& d, const ErrorLines& errors) const;
   std::optional<StoppedRun> stopped_run() const;  // stopped_run.cpp
   struct OutsideEnd;  // a time limit or cancel that ended a job long idle (correlator_steps.h)
   std::optional<OutsideEnd> hang_before_outside_end(std::vector<Hits>& all) const;  // stopped_run.cpp
