@@ -19,7 +19,7 @@
 #include "firstfault/attribution/line_attributor.h"
 #include "firstfault/correlator/correlator.h"
 #include "firstfault/reader/archive.h"
-#include "firstfault/reader/flight_recorder.h"
+#include "firstfault/reader/documents.h"
 #include "firstfault/reader/log_reader.h"
 
 namespace firstfault {
@@ -78,7 +78,7 @@ bool parallel_candidate(const InputSource& in, uint64_t& size) {
   ssize_t n = ::pread(fd, block.data(), block.size(), 0);
   ::close(fd);
   if (n < 4 || binary_marker(std::string_view(block.data(), static_cast<size_t>(n)))) return false;
-  if (looks_like_flight_recorder_dump(std::string_view(block.data(), static_cast<size_t>(n)))) return false;  // one document
+  if (!document_kind(std::string_view(block.data(), static_cast<size_t>(n))).empty()) return false;  // one document
   const auto* head = reinterpret_cast<const unsigned char*>(block.data());
   bool compressed = (head[0] == 0x1f && head[1] == 0x8b) || (head[0] == 0x28 && head[1] == 0xb5) ||
                     (head[0] == 0xfd && head[1] == '7') || (head[0] == 'B' && head[1] == 'Z' && head[2] == 'h');

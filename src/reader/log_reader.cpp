@@ -15,7 +15,7 @@
 
 #include <fmt/format.h>
 
-#include "firstfault/reader/flight_recorder.h"
+#include "firstfault/reader/documents.h"
 #include "firstfault/reader/mapped_file.h"
 
 namespace firstfault {
@@ -176,9 +176,9 @@ std::string sniff_compression(const std::string& head) {
   return "";
 }
 
-// A Flight Recorder dump (reader/flight_recorder.h) is one document, not lines: read it whole
-// (bounded), then deliver its text form. `content` holds what was read of it already.
-Status read_flight_recorder(ByteSource& src, std::string content, BlockSink& sink, ReadStats& stats) {
+// A structured document (reader/documents.h: a Flight Recorder dump, an NCCL RAS JSON report) is
+// one document, not lines: read it whole (bounded), then deliver its text form. `content` holds what was read of it already.
+Status read_document(std::string_view kind, ByteSource& src, std::string content, BlockSink& sink, ReadStats& stats) {
   stats.document = true;
   char buf[64 * 1024];
   for (;;) {
@@ -186,11 +186,11 @@ Status read_flight_recorder(ByteSource& src, std::string content, BlockSink& sin
     if (r < 0) return Error{src.error()};
     if (r == 0) break;
     stats.bytes += static_cast<uint64_t>(r);
-    if (content.size() + static_cast<size_t>(r) > kMaxFlightRecorderBytes)
-      return Error{fmt::format("Flight Recorder dump larger than {} MiB, not read", kMaxFlightRecorderBytes >> 20)};
+    if (content.size() + static_cast<size_t>(r) > kMaxDocumentBytes)
+      return Error{fmt::format("{} larger than {} MiB, not read", kind, kMaxDocumentBytes >> 20)};
     content.append(buf, static_cast<size_t>(r));
   }
-  auto text = flight_recorder_to_text(content);
+  auto text = document_to_text(kind, content);
   if (!text) return Error{text.error().message};
   if (!text->empty()) sink.on_block(*text);
   return Status::Ok();
@@ -210,10 +210,10 @@ class Splitter {
   Status pump(ByteSource& src, ReadStats& stats) {
     if (detect_binary_) {
       Status probe = fill_probe(src, stats);
-      if (probe.ok() && looks_like_flight_recorder_dump(std::string_view(buf_.data(), used_))) {
+      if (std::string_view kind = probe.ok() ? document_kind(std::string_view(buf_.data(), used_)) : ""; !kind.empty()) {
         std::string head(buf_.data(), used_);
         used_ = 0;
-        return read_flight_recorder(src, std::move(head), sink_, stats);
+        return read_document(kind, src, std::move(head), sink_, stats);
       }
       if ((stats.binary_at = binary_marker(std::string_view(buf_.data(), used_)))) {
         stats.bytes = 0;
@@ -432,10 +432,10 @@ Status read_input(const InputSource& input, BlockSink& sink, ReadStats& stats) {
   stats.compression = sniff_compression(head);
 
   if (stats.compression.empty()) {
-    if (looks_like_flight_recorder_dump(head)) {
+    if (std::string_view kind = document_kind(head); !kind.empty()) {
       FdSource raw(fd, "");
       stats.bytes = head.size();
-      Status s = read_flight_recorder(raw, std::move(head), sink, stats);
+      Status s = read_document(kind, raw, std::move(head), sink, stats);
       stats.compressed_bytes = stats.bytes;
       return s;
     }

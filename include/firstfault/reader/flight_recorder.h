@@ -14,9 +14,6 @@
 
 namespace firstfault {
 
-// Largest dump read (a default 2,000-entry buffer with stacks is a few MiB).
-inline constexpr size_t kMaxFlightRecorderBytes = 64 * 1024 * 1024;
-
 // Whether the first block of an input is a Flight Recorder dump (pickle or JSON).
 bool looks_like_flight_recorder_dump(std::string_view head);
 
