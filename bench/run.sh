@@ -110,5 +110,19 @@ read -r t_j1 _ <<< "$(measure "$ff" triage -j 1 --format jsonl "$work/jobs")"
 read -r t_jn rss_jn <<< "$(measure "$ff" triage --format jsonl "$work/jobs")"
 echo "- triage of $njobs jobs: -j 1 $t_j1 s, -j $(nproc) $t_jn s (speed-up $(awk -v a="$t_j1" -v b="$t_jn" 'BEGIN{printf "%.2fx", a/b}'), peak RSS ${rss_jn:-?} KB)"
 
+# The adversarial case (issue 27): every sample line of the library, over 512 ranks, so every
+# pattern is woken and confirmed again and again; a tenth of the benchmark log's size.
+hostile=$build/tests/firstfault-hostile
+if [ -x "$hostile" ]; then
+  "$hostile" "$work/hostile.log" --ranks 512 --size-mb "$(awk -v m="$size_mb" 'BEGIN{print (m/10 < 1) ? 1 : m/10}')" > /dev/null
+  hbytes=$(stat -c %s "$work/hostile.log")
+  for mode in diagnose timeline; do
+    read -r t_h rss_h <<< "$(measure "$ff" "$mode" "$work/hostile.log")"
+    echo "- hostile log (every library sample line, 512 ranks, $(awk -v b="$hbytes" 'BEGIN{printf "%.0f MB", b/1e6}')), $mode: $t_h s ($(awk -v b="$hbytes" -v t="$t_h" 'BEGIN{printf "%.0f MB/s", b/1e6/t}')), peak RSS ${rss_h:-?} KB"
+  done
+  read -r t_h rss_h <<< "$(measure sh -c "cat '$work/hostile.log' | '$ff' watch -")"
+  echo "- hostile log through a pipe, watch -: $t_h s, peak RSS ${rss_h:-?} KB"
+fi
+
 # A report, not a timed assertion; but a wrong answer on the benchmark log is a failure.
 case "$verdict" in cuda-oom) ;; *) echo "bench: expected cuda-oom on the benchmark log, got: $verdict" >&2; exit 1 ;; esac

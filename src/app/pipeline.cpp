@@ -112,7 +112,10 @@ void analyze_input(const InputSource& in, uint32_t index, const Matcher& matcher
     std::vector<InputSummary> sums(parts);
     std::vector<Status> status(parts);
     std::vector<uint64_t> bytes(parts);
-    for (size_t p = 0; p < parts; ++p) partial.push_back(std::make_unique<Correlator>(matcher.library(), options.tables));
+    for (size_t p = 0; p < parts; ++p) {
+      partial.push_back(std::make_unique<Correlator>(matcher.library(), options.tables));
+      partial.back()->share_event_budget(parts);
+    }
     std::vector<std::thread> pool;
     for (size_t p = 0; p < parts; ++p) {
       pool.emplace_back([&, p] {

@@ -189,13 +189,30 @@ void Correlator::add_event(Event ev) {
 
 namespace {
 // Heap and inline bytes an event holds (strings past the small-string buffer count in full).
+// What an event really costs the heap, so that the budget bounds the process and not only the
+// text: malloc's 16 bytes per block, and as much again as the event for the doubling of its
+// pattern's list (the hostile log of docs/performance.md held 51 MB against a 20 MiB count).
+constexpr size_t kMallocOverhead = 16;
 size_t event_cost(const Event& ev) {
-  auto str = [](const std::string& s) { return s.capacity() > 15 ? s.capacity() + 1 : 0; };
-  size_t n = sizeof(Event) + str(ev.text) + str(ev.host) + ev.captures.capacity() * sizeof(ev.captures[0]);
+  auto str = [](const std::string& s) { return s.capacity() > 15 ? s.capacity() + 1 + kMallocOverhead : 0; };
+  size_t n = 2 * sizeof(Event) + str(ev.text) + str(ev.host);
+  if (ev.captures.capacity() > 0) n += ev.captures.capacity() * sizeof(ev.captures[0]) + kMallocOverhead;
   for (const auto& [k, v] : ev.captures) n += str(k) + str(v);
   return n;
 }
+// A node of an unordered_set<int> and its share of the buckets.
+constexpr size_t kRankSetEntryBytes = 16 + kMallocOverhead + sizeof(void*);
 }  // namespace
+
+bool Correlator::rank_has_event(size_t def, int rank) {
+  if (ranks_stored_.empty()) ranks_stored_.resize(events_by_def_.size());
+  auto& seen = ranks_stored_[def];
+  if (seen.empty()) {  // built on the pattern's first event past the budget, and counted in it
+    for (const Event& e : events_by_def_[def]) seen.insert(e.rank);
+    event_bytes_ += seen.size() * kRankSetEntryBytes;
+  }
+  return seen.count(rank) > 0;
+}
 
 bool Correlator::store_event(Event&& ev) {
   size_t def = ev.def;
@@ -204,15 +221,12 @@ bool Correlator::store_event(Event&& ev) {
     note_dropped(def);
     return false;
   }
-  if (event_bytes_ >= kEventBudget) {
-    // Past the budget: a pattern's first events, then each rank's first event of the pattern
-    // (a collective timeout per rank is what names the missing rank), until the hard bound.
-    if (ranks_stored_.empty()) ranks_stored_.resize(events_by_def_.size());
-    auto& seen = ranks_stored_[def];
-    if (seen.empty())
-      for (const Event& e : list) seen.insert(e.rank);
+  if (event_bytes_ >= event_budget_) {
+    // Past the budget: a pattern's first events, then, for the patterns that tell which ranks
+    // only observed the failure (collective timeouts, cascades), each rank's first event: the
+    // set of ranks that timed out is what names the missing rank. Until the hard bound.
     bool first_of_pattern = list.size() < kMinEventsPerPattern;
-    bool first_of_rank = event_bytes_ < kEventHardBudget && !seen.count(ev.rank);
+    bool first_of_rank = event_bytes_ < event_hard_budget_ && rank_set_pattern(def) && !rank_has_event(def, ev.rank);
     if (!first_of_pattern && !first_of_rank) {
       ++budget_dropped_;
       note_dropped(def);
@@ -229,7 +243,8 @@ bool Correlator::store_event(Event&& ev) {
   }
   event_bytes_ += event_cost(ev);
   // Kept once built (the pattern's first event past the budget builds it from the stored list).
-  if (!ranks_stored_.empty() && !ranks_stored_[def].empty()) ranks_stored_[def].insert(ev.rank);
+  if (!ranks_stored_.empty() && !ranks_stored_[def].empty() && ranks_stored_[def].insert(ev.rank).second)
+    event_bytes_ += kRankSetEntryBytes;
   list.push_back(std::move(ev));
   return true;
 }

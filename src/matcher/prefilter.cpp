@@ -1,5 +1,7 @@
 #include "firstfault/matcher/prefilter.h"
 
+#include "firstfault/signatures/library.h"
+
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
@@ -393,9 +395,9 @@ class HyperscanPrefilter : public Prefilter {
                                          const std::vector<std::optional<std::string>>* closed) {
     auto p = std::unique_ptr<HyperscanPrefilter>(new HyperscanPrefilter());
     p->count_ = static_cast<int>(patterns.size());
-    p->relaxed_ = relax_all(patterns, closed);  // kept for leftmost()
-    const std::vector<std::string>& relaxed = p->relaxed_;
-    p->locators_ = std::vector<Locator>(relaxed.size());
+    const std::vector<std::string> relaxed = relax_all(patterns, closed);
+    p->locators_.reserve(relaxed.size());
+    for (const std::string& r : relaxed) p->locators_.emplace_back(r);
     std::string key = cache_key(relaxed);
     // 1. Compiled into the binary at build time (the usual case for the built-in library).
     std::string_view builtin = builtin_prefilter_db();
@@ -501,20 +503,12 @@ class HyperscanPrefilter : public Prefilter {
   }
 
   std::optional<size_t> leftmost(int pattern, std::string_view text) const override {
-    Locator& l = locators_[static_cast<size_t>(pattern)];
-    std::call_once(l.once, [&] {
-      RE2::Options opt;
-      opt.set_log_errors(false);
-      opt.set_never_capture(true);
-      // Run once per new template: a small DFA budget keeps hundreds of them cheap in memory
-      // (past it RE2 falls back to slower engines, never a wrong answer).
-      opt.set_max_mem(256 << 10);
-      auto re = std::make_unique<RE2>(relaxed_[static_cast<size_t>(pattern)], opt);
-      if (re->ok()) l.re = std::move(re);
-    });
-    if (!l.re || text.empty()) return size_t{0};  // cannot tell: every position stays possible
+    // Run once per new template. A LazyRegex compiles in the least memory the relaxed pattern
+    // fits in: a fixed 256 KiB each cost 76 MB on a log that wakes every pattern (issue 27).
+    const RE2* re = locators_[static_cast<size_t>(pattern)].get();
+    if (!re || text.empty()) return size_t{0};  // cannot tell: every position stays possible
     re2::StringPiece whole(text.data(), text.size()), match;
-    if (!l.re->Match(whole, 0, whole.size(), RE2::UNANCHORED, &match, 1)) return std::nullopt;
+    if (!re->Match(whole, 0, whole.size(), RE2::UNANCHORED, &match, 1)) return std::nullopt;
     return static_cast<size_t>(match.data() - text.data());
   }
 
@@ -620,12 +614,7 @@ class HyperscanPrefilter : public Prefilter {
   }
 
   // RE2 forms of the relaxed patterns, compiled when a template first needs one (leftmost()).
-  struct Locator {
-    std::once_flag once;
-    std::unique_ptr<RE2> re;
-  };
-  std::vector<std::string> relaxed_;
-  mutable std::vector<Locator> locators_;
+  std::vector<LazyRegex> locators_;
 
   int count_ = 0;
   hs_database_t* db_ = nullptr;

@@ -344,11 +344,12 @@ void TemplateScanner::reset() {
   patterns_.clear();
   starts_.clear();
   memos_.clear();
+  reset_before_next_block_ = false;
   ++stats_.resets;
 }
 
 void TemplateScanner::locate(const Prefilter& prefilter, Template& t) {
-  if (t.located || t.first == kPending) return;
+  if (t.located || t.first >= kOverflow) return;
   t.located = true;
   std::string_view tmpl(arena_.data() + t.offset, t.length);
   uint32_t kept = 0;
@@ -463,7 +464,9 @@ const std::vector<TemplateScanner::Line>& TemplateScanner::scan(const Prefilter&
     return scan_directly(prefilter, block);
   }
   // Limits are checked between blocks, so no line of this block points at a dropped slot.
-  if (arena_.size() >= kMaxArenaBytes / 2 || templates_.size() >= kMaxTemplates / 2) reset();
+  if (reset_before_next_block_ || arena_.size() >= kMaxArenaBytes / 2 || templates_.size() >= kMaxTemplates / 2 ||
+      patterns_.size() >= kMaxPatternRefs / 2)
+    reset();
   lines_.clear();
   refs_.clear();
   misses_text_.clear();
@@ -494,6 +497,12 @@ const std::vector<TemplateScanner::Line>& TemplateScanner::scan(const Prefilter&
       if (miss_slots_[k] < 0) continue;
       Template& s = templates_[static_cast<size_t>(miss_slots_[k])];
       auto [first, count] = miss_answer_[k];
+      if (patterns_.size() + count > kMaxPatternRefs) {
+        s.first = kOverflow;
+        s.miss = static_cast<uint32_t>(k);
+        reset_before_next_block_ = true;
+        continue;
+      }
       const int* p = miss_candidates_.patterns.data() + first;
       s.first = static_cast<uint32_t>(patterns_.size());
       s.count = count;
@@ -505,18 +514,18 @@ const std::vector<TemplateScanner::Line>& TemplateScanner::scan(const Prefilter&
   // 3. Each line's candidates (patterns_ no longer grows in this block: the pointers hold).
   for (size_t i = 0; i < lines_.size(); ++i) {
     const LineRef& r = refs_[i];
-    if (r.slot >= 0) {
-      const Template& s = templates_[static_cast<size_t>(r.slot)];
-      lines_[i].patterns = patterns_.data() + s.first;
-      lines_[i].starts = starts_.data() + s.first;
-      lines_[i].memos = memos_.data() + s.first;
-      lines_[i].count = s.count;
+    const Template* s = r.slot >= 0 ? &templates_[static_cast<size_t>(r.slot)] : nullptr;
+    if (s && s->first != kOverflow) {
+      lines_[i].patterns = patterns_.data() + s->first;
+      lines_[i].starts = starts_.data() + s->first;
+      lines_[i].memos = memos_.data() + s->first;
+      lines_[i].count = s->count;
       lines_[i].template_id = static_cast<int32_t>(r.slot);
-    } else {
-      auto [first, count] = miss_answer_[r.miss];
-      lines_[i].patterns = miss_candidates_.patterns.data() + first;  // starts stay null: not located
-      lines_[i].count = count;
+      continue;
     }
+    auto [first, count] = miss_answer_[s ? s->miss : r.miss];
+    lines_[i].patterns = miss_candidates_.patterns.data() + first;  // starts stay null: not located
+    lines_[i].count = count;
   }
   return lines_;
 }

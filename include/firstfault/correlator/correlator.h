@@ -2,6 +2,7 @@
 // Stage 5 (correlator): keeps a per-rank timeline of events and decides which entries the
 // evidence supports, the initiating rank and why, and who is collateral.
 // See docs/initiating-rank.md for the evidence ladder.
+#include <algorithm>
 #include <cstdint>
 #include <map>
 #include <memory>
@@ -25,11 +26,12 @@ inline constexpr size_t kMaxEventsPerPattern = 4096;
 // Stored event detail is bounded in bytes for the whole job, not only per pattern (4,096 events
 // of 2 KiB for each of ~2,000 patterns would be 16 GB): up to kEventBudget bytes events are kept
 // as they come (per-pattern cap aside); past it, only a pattern's first kMinEventsPerPattern
-// events and the first event of each rank for a pattern, texts cut to kEventTextOverBudget,
-// until kEventHardBudget. Counts stay exact; what was dropped is reported.
+// events and, for collective timeouts and cascades, the first event of each rank, texts cut to
+// kEventTextOverBudget, until kEventHardBudget. The cost counted is the heap's (event_cost()).
+// Counts stay exact; what was dropped is reported.
 inline constexpr size_t kEventBudget = size_t{12} << 20;
 inline constexpr size_t kEventHardBudget = size_t{20} << 20;
-inline constexpr size_t kMinEventsPerPattern = 8;
+inline constexpr size_t kMinEventsPerPattern = 4;
 inline constexpr size_t kEventTextOverBudget = 256;
 inline constexpr size_t kMaxRanks = 1 << 17;
 inline constexpr size_t kMaxEventText = 2048;
@@ -99,6 +101,14 @@ class Correlator {
   // modification time (ms since 1970, UTC), one less for a time later than that (a log is
   // written before its file's last change, as syslog readers assume).
   void set_file_time(int64_t mtime_ms) { file_time_ms_ = mtime_ms; }
+
+  // This correlator reads one of `parts` ranges of a file at the same time as the others: it
+  // gets that share of the job's event budget, so the job's bound holds while they all run
+  // (absorb() applies the whole budget again when they are merged).
+  void share_event_budget(size_t parts) {
+    event_budget_ = kEventBudget / std::max<size_t>(parts, 1);
+    event_hard_budget_ = kEventHardBudget / std::max<size_t>(parts, 1);
+  }
 
   // Appends the state of a correlator that read the *following* part of the same input
   // (parallel reading of one large file); its line numbers are shifted by `line_offset`.
@@ -257,15 +267,20 @@ class Correlator {
   // pattern (only for patterns past their first kMinEventsPerPattern events), and whether the
   // budget dropped anything.
   size_t event_bytes_ = 0;
+  size_t event_budget_ = kEventBudget, event_hard_budget_ = kEventHardBudget;  // share_event_budget()
   std::vector<std::unordered_set<int>> ranks_stored_;
   uint64_t budget_dropped_ = 0, budget_cut_ = 0;  // events not stored / stored with a cut text, past the budget
   // Whether an event of `def` could still be stored (cheap: no rank known yet).
   bool may_store(size_t def) const {
     size_t n = events_by_def_[def].size();
-    return n < kMaxEventsPerPattern && (n < kMinEventsPerPattern || event_bytes_ < kEventHardBudget);
+    return n < kMaxEventsPerPattern && (n < kMinEventsPerPattern || event_bytes_ < event_hard_budget_);
   }
   // Stores `ev` if the bounds allow (cutting its text when past the budget); false when dropped.
   bool store_event(Event&& ev);
+  // Whether `rank` already has a stored event of `def` (past the budget only).
+  bool rank_has_event(size_t def, int rank);
+  // Patterns whose events say which ranks observed a failure: each rank's first is kept.
+  bool rank_set_pattern(size_t def) const { return t_.own_timeout[def] || t_.cascade[def]; }
 };
 
 }  // namespace firstfault

@@ -64,6 +64,9 @@ class TemplateScanner {
   static constexpr size_t kMaxTemplateBytes = 2048;      // longer lines are scanned each time
   static constexpr size_t kMaxArenaBytes = 2u << 20;     // template bytes kept
   static constexpr size_t kMaxTemplates = 1u << 14;
+  // Candidate patterns kept over all templates (each with a MatchMemo of ~150 bytes): lines that
+  // wake dozens of patterns each would otherwise grow these lists without bound (issue 27).
+  static constexpr size_t kMaxPatternRefs = 1u << 14;
   // A block where most lines are new templates (a log of unique lines) is not worth caching: the
   // next kBypassBlocks blocks are scanned directly, then caching is tried again.
   static constexpr int kBypassBlocks = 8;
@@ -71,11 +74,16 @@ class TemplateScanner {
   int bypass_ = 0;
   const std::vector<Line>& scan_directly(const Prefilter& prefilter, std::string_view block);
   static constexpr uint32_t kPending = UINT32_MAX;       // scanned in this block, answer not in yet
+  // Its candidates did not fit under kMaxPatternRefs: this block's lines use the prefilter's
+  // answer (Template::miss) and the next block starts with an empty cache.
+  static constexpr uint32_t kOverflow = UINT32_MAX - 1;
+  bool reset_before_next_block_ = false;
 
   struct Template {
     uint64_t hash = 0;
     uint32_t offset = 0, length = 0;  // its bytes in arena_
     uint32_t first = 0, count = 0;    // its patterns in patterns_; first == kPending until scanned
+    uint32_t miss = 0;                // with first == kOverflow: its index among this block's misses
     bool located = false;             // its patterns were checked with RE2 on it (locate())
   };
   // Keeps only the candidates whose relaxed pattern matches the template in RE2, with the offset
