@@ -542,9 +542,33 @@ size_t p_bracket_time(sv s, Attribution& a) {
 }
 
 // Python logging / plain: "2021-08-04 11:52:22,414 - mmdet - INFO - " or "2024-11-20 14:37:16 "
+// TensorFlow/XLA/JAX (tsl and absl logging, tsl/platform/default/logging.cc):
+// "%s.%06d: %c%s %s:%d] " = "2024-01-11 05:43:11.726254: E external/xla/.../nccl_utils.cc:211] ",
+// the thread id (" %7u") between the level and the file only with TF_CPP_LOG_THREAD_ID. The
+// position just after the ISO time is `n`; returns where the message starts, or 0.
+size_t tsl_header_at(sv s, size_t n, Attribution& a) {
+  if (n + 4 >= s.size() || s[n] != ':' || s[n + 1] != ' ' || s[n + 3] != ' ') return 0;
+  char level = s[n + 2];
+  if (level != 'I' && level != 'W' && level != 'E' && level != 'F') return 0;
+  size_t close = find_near(s, "] ", n + 4, 240);
+  if (close == sv::npos) return 0;
+  sv location = s.substr(n + 4, close - n - 4);
+  size_t colon = location.rfind(':');
+  if (colon == sv::npos || colon + 1 >= location.size() || !digits_at(location, colon + 1, location.size() - colon - 1))
+    return 0;
+  a.severity = level;
+  a.fatal = a.fatal || level == 'F';
+  return close + 2;
+}
+
 size_t p_iso_plain(sv s, Attribution& a) {
   Timestamp t;
   size_t n = parse_iso(s, t);
+  if (n && n < s.size() && s[n] == ':') {
+    size_t body = tsl_header_at(s, n, a);
+    if (body) a.time = t;
+    return body;
+  }
   if (!n || n >= s.size() || (s[n] != ' ' && s[n] != '\t' && s[n] != ']' && s[n] != '|')) return 0;
   a.time = t;
   size_t j = n;

@@ -142,6 +142,23 @@ TEST_CASE("attribution: glog-style torch elastic lines, Python logging, ISO-8601
   CHECK(f.body == "failed (exitcode: 1)");
 }
 
+TEST_CASE("attribution: TensorFlow/XLA/JAX (tsl logging) headers carry the level, with or without a thread id") {
+  auto a = attr("2024-01-11 05:43:11.726254: E external/xla/xla/service/gpu/nccl_utils.cc:211] Aborting communicator: 0x7f3e427e55b0");
+  CHECK(ts(a) == "2024-01-11T05:43:11.726");
+  CHECK(a.severity == 'E');
+  CHECK(a.body == "Aborting communicator: 0x7f3e427e55b0");
+  auto b = attr("2023-03-14 10:22:01.000001: W    4242 tensorflow/core/common_runtime/bfc_allocator.cc:479] Allocator ran out");
+  CHECK(b.severity == 'W');
+  CHECK(b.body == "Allocator ran out");
+  auto c = attr("2023-03-14 10:22:01.000001: F external/tsl/tsl/platform/x.cc:9] Check failed: ok");
+  CHECK(c.fatal);
+  // A timestamped message with a colon is not a header: no "file:line]" after a level letter.
+  auto d = attr("2024-01-11 05:43:11.726254: E stands for error in this table] x");
+  CHECK(d.severity == 0);
+  auto e = attr("2024-01-11 05:43:11 step 5: loss 1.2");
+  CHECK(e.body == "step 5: loss 1.2");
+}
+
 TEST_CASE("attribution: dmesg raw, dmesg -T, syslog, vLLM") {
   auto a = attr("[74889.644138] NVRM: Xid (PCI:0000:02:00): 79, GPU has fallen off the bus.");
   CHECK(a.time.kind == Timestamp::kBoot);
