@@ -21,6 +21,7 @@
 #include "firstfault/render/ci_render.h"
 #include "firstfault/render/render.h"
 #include "firstfault/render/timeline_render.h"
+#include "firstfault/util/redact.h"
 #include "firstfault/util/safe_text.h"
 #include "firstfault/signatures/loader.h"
 #include "firstfault/util/strings.h"
@@ -354,6 +355,25 @@ std::string render_one(const uint8_t* data, size_t size) {
       return format + ": does not parse";
     if ((format == "html" || format == "svg") && (text.find("<script") != std::string::npos || text.find("<img") != std::string::npos))
       return format + ": markup from the log";
+  }
+  return "";
+}
+
+std::string redact_one(const uint8_t* data, size_t size) {
+  if (size == 0) return "";
+  const RedactKind& kind = *redact_kinds()[data[0] % redact_kinds().size()];
+  const RedactSample& sample = kind.positive[(size > 1 ? data[1] : 0) % kind.positive.size()];
+  sv text(reinterpret_cast<const char*>(data), size);
+  text.remove_prefix(std::min<size_t>(2, size));
+  if (text.find(sample.secret) != sv::npos) return "";  // the input shows the secret itself
+  // The sample goes in as its own line, at a point the input picks.
+  size_t cut = text.empty() ? 0 : static_cast<unsigned char>(text[0]) * text.size() / 256;
+  std::string seeded = std::string(text.substr(0, cut)) + "\n" + sample.line + "\n" + std::string(text.substr(cut));
+  for (RedactLevel level : {RedactLevel::kSecrets, RedactLevel::kPii, RedactLevel::kAll}) {
+    if (level < kind.level) continue;
+    Redactor r(level);
+    if (r.mask(seeded).find(sample.secret) != std::string::npos)
+      return fmt::format("--redact={}: the {} value {} survived", redact_level_name(level), kind.name, sample.secret);
   }
   return "";
 }

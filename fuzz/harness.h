@@ -28,4 +28,9 @@ std::string diagnose_one(const uint8_t* data, size_t size);
 // or a CI runner, the JSON formats parse, the HTML holds no markup from the log.
 std::string render_one(const uint8_t* data, size_t size);
 
+// The redactor on arbitrary text with one positive sample of the masking table (redact_kinds(),
+// picked by the first two bytes) embedded as a line of it: the sample's secret never survives,
+// at any level that masks its kind.
+std::string redact_one(const uint8_t* data, size_t size);
+
 }  // namespace firstfault::fuzz

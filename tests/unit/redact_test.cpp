@@ -18,6 +18,7 @@
 #include "firstfault/util/redact.h"
 #include "firstfault/util/safe_text.h"
 #include "firstfault/watch/watch_command.h"
+#include "harness.h"
 #include "test_support.h"
 
 using namespace firstfault;
@@ -443,4 +444,85 @@ TEST_CASE("redact: levels mask secrets, then personal data, then hosts and addre
   CHECK(masked(RedactLevel::kNone) == line);
   CHECK(parse_redact_level("pii") == RedactLevel::kPii);
   CHECK_FALSE(parse_redact_level("some"));
+}
+
+TEST_CASE("redact: every kind of the table masks its positive samples and leaves its negative ones alone") {
+  const auto& kinds = redact_kinds();
+  REQUIRE(kinds.size() >= 30);
+  std::set<std::string> names;
+  for (const RedactKind* k : kinds) {
+    INFO("kind " << k->name);
+    CHECK(names.insert(k->name).second);  // names are unique: docs and tests refer to them
+    CHECK(std::string(k->source).size() > 10);
+    CHECK_FALSE(k->positive.empty());
+    CHECK_FALSE(k->negative.empty());
+    for (const RedactSample& s : k->positive) {
+      INFO(s.line);
+      REQUIRE(std::string(s.line).find(s.secret) != std::string::npos);  // the sample shows its secret
+      for (RedactLevel level : {RedactLevel::kSecrets, RedactLevel::kPii, RedactLevel::kAll}) {
+        Redactor r(level);
+        std::string out = r.mask(s.line);
+        INFO(redact_level_name(level) << " -> " << out);
+        if (level >= k->level) CHECK(out.find(s.secret) == std::string::npos);
+      }
+    }
+    for (const char* line : k->negative) {
+      Redactor r(RedactLevel::kAll);
+      INFO(line);
+      CHECK(r.mask(line) == line);
+    }
+  }
+}
+
+TEST_CASE("redact: the seeded log of the end-to-end test holds a value of every kind") {
+  // tests/reliability/redact/seeds.tsv: KIND<TAB>LEVEL<TAB>VALUE<TAB>LINE, one value per kind at least.
+  std::istringstream in(slurp(test::source_dir() + "/tests/reliability/redact/seeds.tsv"));
+  std::set<std::string> seeded_kinds;
+  for (std::string row; std::getline(in, row);) {
+    if (row.empty() || row[0] == '#') continue;
+    std::vector<std::string> f;
+    for (size_t b = 0, e; b <= row.size(); b = e + 1) {
+      e = std::min(row.find('\t', b), row.size());
+      f.push_back(row.substr(b, e - b));
+    }
+    REQUIRE(f.size() == 4);
+    seeded_kinds.insert(f[0]);
+    Redactor r(*parse_redact_level(f[1]));
+    INFO(row);
+    CHECK(r.mask(f[3]).find(f[2]) == std::string::npos);
+  }
+  for (const RedactKind* k : redact_kinds()) {
+    INFO(k->name);
+    CHECK(seeded_kinds.count(k->name));
+  }
+}
+
+TEST_CASE("redact: docs/reliability.md's Masking table lists every kind and their count") {
+  std::string doc = slurp(test::source_dir() + "/docs/reliability.md");
+  size_t table = doc.find("## Masking");
+  REQUIRE(table != std::string::npos);
+  std::string section = doc.substr(table, doc.find("\n## ", table + 1) - table);
+  for (const RedactKind* k : redact_kinds()) {
+    INFO(k->name);
+    CHECK(section.find(fmt::format("| `{}` |", k->name)) != std::string::npos);
+  }
+  CHECK(section.find(fmt::format("{} kinds", redact_kinds().size())) != std::string::npos);
+}
+
+TEST_CASE("redact: the fuzz invariant holds for every sample inside hostile text") {
+  // fuzz::redact_one picks kind and sample from the first two bytes and seeds the sample as a
+  // line of the rest; here every pick, with text around it that tries to swallow or split it.
+  const std::vector<std::string> around = {"", "x", "\x80-----BEGIN PRIVATE KEY-----", "Authorization: bearer",
+                                           "host", "/home/", "https://u:p@", "\"private_key\": \"", "~",
+                                           "2001:db8::", std::string(300, 'a') + "=\n\r\t"};
+  for (size_t k = 0; k < redact_kinds().size(); ++k)
+    for (size_t s = 0; s < redact_kinds()[k]->positive.size(); ++s)
+      for (const std::string& text : around) {
+        for (unsigned char cut : {0, 128, 255}) {
+          std::string input{static_cast<char>(k), static_cast<char>(s), static_cast<char>(cut)};
+          input += text;
+          INFO(redact_kinds()[k]->name << " around '" << text << "'");
+          CHECK(fuzz::redact_one(reinterpret_cast<const uint8_t*>(input.data()), input.size()) == "");
+        }
+      }
 }
