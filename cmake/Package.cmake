@@ -12,7 +12,7 @@ set(CPACK_DEBIAN_FILE_NAME DEB-DEFAULT)
 set(CPACK_DEBIAN_PACKAGE_SECTION devel)
 set(CPACK_DEBIAN_PACKAGE_HOMEPAGE "https://github.com/firstfault/firstfault")
 if(FIRSTFAULT_STATIC)
-  set(CPACK_DEBIAN_PACKAGE_DEPENDS "libc6 (>= 2.36)")
+  # Fully static (cmake/StaticLink.cmake): the package depends on nothing.
 else()
   set(CPACK_DEBIAN_PACKAGE_SHLIBDEPS ON)
 endif()
