@@ -92,12 +92,24 @@ void note_binary(const ReadStats& stats, InputSummary& s) {
 
 // Reads one input into `corr`; with `split`, a large plain file (parallel_candidate()), on
 // `threads` threads.
+// The first 4 KiB of a plain file (what identity_from_head() reads), or "" when it cannot be read.
+std::string read_head(const std::string& path) {
+  char buf[4096];
+  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+  if (fd < 0) return "";
+  ssize_t n = ::pread(fd, buf, sizeof buf, 0);
+  ::close(fd);
+  return n > 0 ? std::string(buf, static_cast<size_t>(n)) : "";
+}
+
 void analyze_input(const InputSource& in, uint32_t index, const Matcher& matcher, const AnalyzeOptions& options,
                    bool split, Correlator& corr, InputSummary& s, std::vector<InputProblem>& problems) {
   FileIdentity identity = in.is_stdin ? FileIdentity{} : identity_from_path(in.path, options.rank_from, options.pytorchjob_pods);
   uint64_t size = 0;
   if (struct stat st {}; !in.is_stdin && ::stat(in.path.c_str(), &st) == 0 && S_ISREG(st.st_mode))
     size = static_cast<uint64_t>(st.st_size);
+  if (size > 0 && (identity.rank < 0 || identity.host.empty()))
+    identity = identity_from_head(read_head(in.path), identity, options.rank_from, options.pytorchjob_pods);
   if (split) {
     unsigned threads = thread_count(options);
     int fd = ::open(in.path.c_str(), O_RDONLY | O_CLOEXEC);

@@ -1137,6 +1137,37 @@ bool names_pytorchjob_master(std::string_view path) {
   return RE2::PartialMatch(re2::StringPiece(path.data(), path.size()), kMaster);
 }
 
+namespace {
+// The value of a "Key:   value" line among the first lines of `head`, or "".
+std::string describe_field(std::string_view head, std::string_view key) {
+  size_t pos = 0;
+  for (int n = 0; n < 40 && pos < head.size(); ++n) {
+    size_t end = head.find('\n', pos);
+    sv line = head.substr(pos, end == sv::npos ? sv::npos : end - pos);
+    if (starts_with(line, key) && line.size() > key.size() && line[key.size()] == ':') {
+      sv value = line.substr(key.size() + 1);
+      while (!value.empty() && (value.front() == ' ' || value.front() == '\t')) value.remove_prefix(1);
+      while (!value.empty() && (value.back() == ' ' || value.back() == '\r')) value.remove_suffix(1);
+      return std::string(value);
+    }
+    if (end == sv::npos) break;
+    pos = end + 1;
+  }
+  return "";
+}
+}  // namespace
+
+FileIdentity identity_from_head(std::string_view head, FileIdentity id, const std::string& rank_from, bool pytorchjob_pods) {
+  if (!starts_with(head, "Name:")) return id;
+  std::string pod = describe_field(head, "Name");
+  if (pod.empty() || pod.find(' ') != std::string::npos || describe_field(head, "Namespace").empty()) return id;
+  if (id.rank < 0) id.rank = identity_from_path(pod, rank_from, pytorchjob_pods).rank;
+  std::string node = describe_field(head, "Node");
+  node = node.substr(0, node.find('/'));
+  if (id.host.empty() && !node.empty() && node != "<none>") id.host = node;
+  return id;
+}
+
 FileIdentity identity_from_path(std::string_view path, const std::string& rank_from, bool pytorchjob_pods) {
   FileIdentity id;
   std::string p(path);

@@ -415,3 +415,20 @@ TEST_CASE("attribution: RFC 3339 syslog (rsyslog's file format, journalctl -o sh
   CHECK(c.rank == 1);
   CHECK(c.host.empty());
 }
+
+TEST_CASE("attribution: a kubectl describe pod output is about its pod: rank from the pod name, host from Node") {
+  const std::string head =
+      "Name:             llama-ft-worker-2\nNamespace:        training\nPriority:         0\n"
+      "Node:             gpu-node-17/10.42.3.17\nStart Time:       Thu, 04 Dec 2026 21:02:11 +0000\n";
+  FileIdentity id = identity_from_head(head, FileIdentity{});
+  CHECK(id.rank == 2);
+  CHECK(id.host == "gpu-node-17");
+  CHECK(identity_from_head(head, FileIdentity{}, "", /*pytorchjob_pods=*/true).rank == 3);  // worker-N is rank N+1
+  // The file's name wins; content only fills what the name left unknown.
+  FileIdentity named;
+  named.rank = 7;
+  CHECK(identity_from_head(head, named).rank == 7);
+  // Not a describe output: a log that merely starts with "Name:".
+  CHECK(identity_from_head("Name: resnet50\nepoch 1 loss 2.3\n", FileIdentity{}).rank == -1);
+  CHECK(identity_from_head("Name:             trainer-0\nNamespace:  default\nNode:  <none>\n", FileIdentity{}).host.empty());
+}

@@ -53,6 +53,12 @@ struct FileIdentity {
 // `pytorchjob_pods`: the job's inputs include a Kubeflow PyTorchJob's master pod, so a path
 // naming `master-0` is rank 0 and `worker-N` is rank N+1 (the operator's numbering).
 FileIdentity identity_from_path(std::string_view path, const std::string& rank_from = "", bool pytorchjob_pods = false);
+// What a file's first bytes say about all its lines, for what its name left unknown: the output
+// of `kubectl describe pod` ("Name: <pod>" then "Namespace:") is about that pod, so its rank is
+// the pod name's (the same rules as a path, PyTorchJob numbering included) and its host the
+// "Node: <node>/<ip>" field.
+FileIdentity identity_from_head(std::string_view head, FileIdentity from_path, const std::string& rank_from = "",
+                                bool pytorchjob_pods = false);
 // Whether `path` names a PyTorchJob's master pod (`<job>-master-0`, as a file or a folder).
 bool names_pytorchjob_master(std::string_view path);
 
