@@ -90,8 +90,6 @@ void note_binary(const ReadStats& stats, InputSummary& s) {
   if (stats.binary_at) s.skipped = fmt::format("binary file (NUL byte at offset {})", *stats.binary_at);
 }
 
-// Reads one input into `corr`; with `split`, a large plain file (parallel_candidate()), on
-// `threads` threads.
 // The first 4 KiB of a plain file (what identity_from_head() reads), or "" when it cannot be read.
 std::string read_head(const std::string& path) {
   char buf[4096];
@@ -102,6 +100,8 @@ std::string read_head(const std::string& path) {
   return n > 0 ? std::string(buf, static_cast<size_t>(n)) : "";
 }
 
+// Reads one input into `corr`; with `split`, a large plain file (parallel_candidate()), on
+// `threads` threads.
 void analyze_input(const InputSource& in, uint32_t index, const Matcher& matcher, const AnalyzeOptions& options,
                    bool split, Correlator& corr, InputSummary& s, std::vector<InputProblem>& problems) {
   FileIdentity identity = in.is_stdin ? FileIdentity{} : identity_from_path(in.path, options.rank_from, options.pytorchjob_pods);

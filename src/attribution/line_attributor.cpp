@@ -541,7 +541,6 @@ size_t p_bracket_time(sv s, Attribution& a) {
   return j;
 }
 
-// Python logging / plain: "2021-08-04 11:52:22,414 - mmdet - INFO - " or "2024-11-20 14:37:16 "
 // TensorFlow/XLA/JAX (tsl and absl logging, tsl/platform/default/logging.cc):
 // "%s.%06d: %c%s %s:%d] " = "2024-01-11 05:43:11.726254: E external/xla/.../nccl_utils.cc:211] ",
 // the thread id (" %7u") between the level and the file only with TF_CPP_LOG_THREAD_ID. The
@@ -561,6 +560,8 @@ size_t tsl_header_at(sv s, size_t n, Attribution& a) {
   return close + 2;
 }
 
+// Python logging / plain: "2021-08-04 11:52:22,414 - mmdet - INFO - " or "2024-11-20 14:37:16 ",
+// and the tsl header above.
 size_t p_iso_plain(sv s, Attribution& a) {
   Timestamp t;
   size_t n = parse_iso(s, t);

@@ -188,10 +188,10 @@ void Correlator::add_event(Event ev) {
 }
 
 namespace {
-// Heap and inline bytes an event holds (strings past the small-string buffer count in full).
-// What an event really costs the heap, so that the budget bounds the process and not only the
-// text: malloc's 16 bytes per block, and as much again as the event for the doubling of its
-// pattern's list (the hostile log of docs/performance.md held 51 MB against a 20 MiB count).
+// What an event costs the heap, so that the budget bounds the process and not only the text:
+// strings past the small-string buffer in full, malloc's 16 bytes per block, and the event twice
+// for the doubling of its pattern's list (the hostile log of docs/performance.md held 51 MB
+// against a 20 MiB count before).
 constexpr size_t kMallocOverhead = 16;
 size_t event_cost(const Event& ev) {
   auto str = [](const std::string& s) { return s.capacity() > 15 ? s.capacity() + 1 + kMallocOverhead : 0; };

@@ -1,7 +1,5 @@
 #include "firstfault/matcher/prefilter.h"
 
-#include "firstfault/signatures/library.h"
-
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
