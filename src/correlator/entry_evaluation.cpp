@@ -57,7 +57,7 @@ std::vector<Correlator::Hits> Correlator::evaluate_entries(const ErrorLines& err
     if (!e.match.any.empty()) rule = rule && std::any_of(e.match.any.begin(), e.match.any.end(), hit);
     rule = rule && std::none_of(e.match.absent.begin(), e.match.absent.end(), hit);
     if (e.match.fallback) {
-      if (rule) fallbacks.push_back(std::move(h));
+      if (rule && !(e.match.no_progress && job_made_progress())) fallbacks.push_back(std::move(h));
       continue;
     }
     bool signal = false;
@@ -137,6 +137,11 @@ bool Correlator::read_error_words(const ErrorLines& errors) {
 // message of a library's own): better a category and a rank than `unrecognized`, never better
 // than any entry with a root line of its own. The lowest level wins, then the earliest line; a
 // job whose only reading is a consequence (a collective timeout) takes it when it came first.
+bool Correlator::job_made_progress() const {
+  if (unranked_.last_step >= 0) return true;
+  return std::any_of(ranks_.begin(), ranks_.end(), [](const auto& r) { return r.second.last_step >= 0; });
+}
+
 void Correlator::add_last_resort(std::vector<Hits>& all, const std::vector<Hits>& fallbacks,
                                  std::vector<Hits>& candidates) const {
   constexpr double kLastResortConfidence = 0.2;

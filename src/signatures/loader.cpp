@@ -531,8 +531,10 @@ Library load_sources(const std::vector<SourceFile>& sources, std::vector<LoadPro
       if (!m.IsMap()) {
         fc.error(m, "'match' must be a mapping");
       } else {
-        fc.only_keys(m, {"require", "any", "boost", "penalize", "absent", "fallback", "generic", "last_resort", "captures"}, "'match'");
-        for (auto [key, flag] : {std::pair{"fallback", &e.match.fallback}, std::pair{"generic", &e.match.generic}})
+        fc.only_keys(m, {"require", "any", "boost", "penalize", "absent", "fallback", "generic", "no_progress", "last_resort", "captures"},
+                     "'match'");
+        for (auto [key, flag] : {std::pair{"fallback", &e.match.fallback}, std::pair{"generic", &e.match.generic},
+                                 std::pair{"no_progress", &e.match.no_progress}})
           if (m[key]) {
             std::string f = fc.scalar(m, key, false);
             if (f != "true" && f != "false") fc.error(m[key], fmt::format("'{}' must be true or false", key));
@@ -546,6 +548,7 @@ Library load_sources(const std::vector<SourceFile>& sources, std::vector<LoadPro
           e.match.generic = true;  // it reads error lines only, like any generic entry
         }
         if (e.match.fallback && e.match.generic) fc.error(m["generic"], "an entry is either 'fallback' or 'generic', not both");
+        if (e.match.no_progress && !e.match.fallback) fc.error(m["no_progress"], "'no_progress' is for 'fallback' entries");
         auto names_to_refs = [&](const char* key, std::vector<size_t>& out) {
           for (const auto& n : fc.list(m, key, false)) {
             auto k = ref_index(n);

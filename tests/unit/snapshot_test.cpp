@@ -40,7 +40,7 @@ json dump(const Entry& e) {
           {"systems", e.systems},
           {"refs", refs},
           {"match", {{"require", m.require}, {"any", m.any}, {"boost", m.boost}, {"penalize", m.penalize},
-                     {"absent", m.absent}, {"fallback", m.fallback}, {"generic", m.generic}, {"last_resort", m.last_resort},
+                     {"absent", m.absent}, {"fallback", m.fallback}, {"generic", m.generic}, {"no_progress", m.no_progress}, {"last_resort", m.last_resort},
                      {"captures", captures},
                      {"require_is_default", m.require_is_default}}},
           {"specializes", e.specializes},

@@ -277,6 +277,8 @@ class Correlator {
   }
   // Stores `ev` if the bounds allow (cutting its text when past the budget); false when dropped.
   bool store_event(Event&& ev);
+  // Whether any rank (or the unranked lines) reported training progress: a step counter moved.
+  bool job_made_progress() const;
   // Whether `rank` already has a stored event of `def` (past the budget only).
   bool rank_has_event(size_t def, int rank);
   // Patterns whose events say which ranks observed a failure: each rank's first is kept.

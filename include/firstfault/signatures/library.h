@@ -116,6 +116,10 @@ struct MatchRule {
   // allocation): evaluated like any entry, but it counts only when no specific entry is
   // supported, and never on a line known to be harmless.
   bool generic = false;
+  // With `fallback`: considered only when no rank of the job shows training progress (a step,
+  // an iteration, a progress bar): what it describes happens before training, and a log that
+  // went on to train shows it passed (startup retries that ended).
+  bool no_progress = false;
   // > 0: a last-resort reading of an error line's words (a message no entry knows that names a
   // disk, a socket, a dataset): generic, and considered only when no other entry has a root line
   // of its own; the lowest level that matches wins (docs/signature-format.md, "Last resort").
