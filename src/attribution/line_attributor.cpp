@@ -934,7 +934,9 @@ size_t replay_parser(Parser p, sv s, Attribution& a, bool pdsh, size_t recorded)
     }
     case kIsoPlain: {
       Timestamp t;
-      if (!parse_iso(s, t)) return 0;
+      size_t n = parse_iso(s, t);
+      if (!n) return 0;
+      if (n < s.size() && s[n] == ':') return run_parser(p, s, a, pdsh);  // a tsl header: its level and file too
       a.time = t;
       return recorded;
     }
