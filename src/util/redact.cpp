@@ -395,13 +395,18 @@ std::vector<Kind> secret_kinds() {
   };
 }
 
-// Token formats that carry their vendor's prefix, found without a name.
-std::vector<Kind> token_kinds() {
-  auto token = [](const char* name, const char* masks, const char* source, std::vector<RedactSample> pos,
-                  std::vector<const char*> neg, std::vector<const char*> patterns) {
-    return Kind{{name, "token prefixes", {}, masks, source, std::move(pos), std::move(neg)},
+// A secret found by its own shape (no name before it, nothing learned): a kind of `category`.
+auto shaped_secret(const char* category) {
+  return [category](const char* name, const char* masks, const char* source, std::vector<RedactSample> pos,
+                    std::vector<const char*> neg, std::vector<const char*> patterns) {
+    return Kind{{name, category, {}, masks, source, std::move(pos), std::move(neg)},
                 kSecret, std::move(patterns), nullptr, kNoLearn, true, nullptr};
   };
+}
+
+// Token formats that carry their vendor's prefix, found without a name.
+std::vector<Kind> token_kinds() {
+  auto token = shaped_secret("token prefixes");
   return {
       token("hugging-face-token", "Hugging Face user access tokens (hf_…) and org tokens (api_org_…)",
             "huggingface.co/docs/hub/security-tokens",
@@ -454,11 +459,7 @@ std::vector<Kind> token_kinds() {
 
 // Signatures and credentials in the query of a pre-signed URL.
 std::vector<Kind> cloud_kinds() {
-  auto signed_url = [](const char* name, const char* masks, const char* source, std::vector<RedactSample> pos,
-                       std::vector<const char*> neg, std::vector<const char*> patterns) {
-    return Kind{{name, "cloud signatures", {}, masks, source, std::move(pos), std::move(neg)},
-                kSecret, std::move(patterns), nullptr, kNoLearn, true, nullptr};
-  };
+  auto signed_url = shaped_secret("cloud signatures");
   return {
       signed_url("aws-signed-url", "X-Amz-Signature=, X-Amz-Credential=, X-Amz-Security-Token= and SigV2 Signature= query values",
                  "Amazon S3 API Reference, Authenticating Requests: Using Query Parameters (SigV4); SigV2 query-string authentication",
