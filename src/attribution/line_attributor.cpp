@@ -1171,6 +1171,28 @@ FileIdentity identity_from_head(std::string_view head, FileIdentity id, const st
   return id;
 }
 
+namespace {
+// The host a file's name gives its lines: a node's own output (node-07.out, gpu017.log) or a
+// kernel log saved per node, as admins name them (node-109.dmesg, node-109.kern.log,
+// dmesg-node-109.txt, node-109/kern.log, node-109/dmesg.log). A host token has a digit
+// (cluster nodes are numbered), so "logs/kern.log" or "kern.log.1" name no host.
+std::string host_from_path(const std::string& name, const std::string& dirname) {
+  static const RE2 kNode(R"((?i)^((?:node|host|gpu|nid)[\w\-]*?\d+)\.(?:out|err|log|txt)$)");
+  static const RE2 kKernelLogThenHost(
+      R"((?i)^(?:dmesg|kern|kernel|syslog|messages|journal|journalctl)[_\-.]+([a-z][a-z0-9\-]*\d[a-z0-9\-]*)(?:\.(?:log|txt|out))?$)");
+  static const RE2 kHostThenKernelLog(
+      R"((?i)^([a-z][a-z0-9\-]*\d[a-z0-9\-]*)[_\-.]+(?:dmesg|kern|kernel|syslog|messages|journal|journalctl)(?:\.(?:log|txt|out))?$)");
+  static const RE2 kKernelLogName(R"((?i)^(?:dmesg|kern|kernel|syslog|messages|journal|journalctl)(?:[_\-.]\w+)?(?:\.(?:log|txt|out))?$)");
+  static const RE2 kHostDir(R"((?i)^([a-z][a-z0-9\-]*\d[a-z0-9\-]*)$)");
+  std::string host;
+  if (RE2::FullMatch(name, kNode, &host) || RE2::FullMatch(name, kKernelLogThenHost, &host) ||
+      RE2::FullMatch(name, kHostThenKernelLog, &host))
+    return host;
+  if (RE2::FullMatch(name, kKernelLogName) && RE2::FullMatch(dirname, kHostDir, &host)) return host;
+  return "";
+}
+}  // namespace
+
 FileIdentity identity_from_path(std::string_view path, const std::string& rank_from, bool pytorchjob_pods) {
   FileIdentity id;
   std::string p(path);
@@ -1192,7 +1214,6 @@ FileIdentity identity_from_path(std::string_view path, const std::string& rank_f
   // directory named after a case or run ("oom-on-rank0/", "run-rank0-tokenize/") holds the whole job.
   static const RE2 kDirRankRules(R"((?i)^(?:rank|proc|process|task|worker)[_\-.]?(\d{1,6})$)");
   static const RE2 kSlurmArray(R"(slurm-\d+_(\d{1,6})\.(?:out|err|log))");
-  static const RE2 kNode(R"((?i)^((?:node|host|gpu|nid)[\w\-]*?\d+)\.(?:out|err|log|txt)$)");
   if (pytorchjob_pods) {
     // The training operator sets RANK=0 on master-0 and RANK=N+1 on worker-N.
     static const RE2 kPod(R"((?i)(?:^|[-_./])(master|worker)-(\d{1,6})(?:[-_./]|$))");
@@ -1214,8 +1235,7 @@ FileIdentity identity_from_path(std::string_view path, const std::string& rank_f
       RE2::PartialMatch(name, kRankRules, &v) || RE2::PartialMatch(dirname, kDirRankRules, &v)) {
     if (auto r = to_int(v)) id.rank = rank_or_none(*r);
   }
-  std::string host;
-  if (RE2::FullMatch(name, kNode, &host)) id.host = host;
+  id.host = host_from_path(name, dirname);
   return id;
 }
 

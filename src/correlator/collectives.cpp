@@ -3,12 +3,25 @@
 // collateral summary (docs/initiating-rank.md).
 #include "correlator_steps.h"
 
+#include <fmt/format.h>
+
 #include "firstfault/util/strings.h"
 
 namespace firstfault {
 
 using correlator_detail::rank_or;
 using correlator_detail::world_or;
+
+namespace {
+// A collective call as the watchdog shows it: its OpType, and its element count for the ops in
+// which every rank passes the same count (an all-to-all or a gather may differ by rank).
+std::string call_of(const std::string& op, const std::string* numel_in) {
+  static const std::set<std::string> kSameCountOnEveryRank = {
+      "ALLREDUCE", "BROADCAST", "REDUCE", "_ALLGATHER_BASE", "ALLGATHER", "_REDUCE_SCATTER_BASE", "REDUCE_SCATTER"};
+  if (!numel_in || !kSameCountOnEveryRank.count(op)) return op;
+  return fmt::format("{} with NumelIn={}", op, *numel_in);
+}
+}  // namespace
 
 Correlator::Collectives Correlator::analyse_collectives() const {
   Collectives c;
@@ -31,7 +44,7 @@ Correlator::Collectives Correlator::analyse_collectives() const {
       by_seq[seq].insert(ev.rank);
       c.timeout_line.emplace(std::pair{ev.rank, seq}, &ev);
       if (op) op_of[seq] = *op;
-      if (op) op_at[{seq, ev.rank}] = *op;
+      if (op) op_at[{seq, ev.rank}] = call_of(*op, ev.capture("numel_in"));
     }
   }
   // A flight-recorder dump "due to a collective timeout from this local rank" is that rank's
@@ -53,8 +66,9 @@ Correlator::Collectives Correlator::analyse_collectives() const {
       c.reporters = rs;
       c.op = op_of[seq];
     }
-  // At the stuck SeqNum, the OpType most reporters show is the collective; a few ranks with
-  // another one (at most an eighth of them, at least one) issued a different call: a desync.
+  // At the stuck SeqNum, the call most reporters show (OpType, and the element count where every
+  // rank must pass the same) is the collective; a few ranks with another one (at most an eighth
+  // of them, at least one) issued a different call: a desync.
   if (c.seq >= 0) {
     std::map<std::string, std::set<int>> ranks_by_op;
     for (int r : c.reporters)
@@ -63,9 +77,13 @@ Correlator::Collectives Correlator::analyse_collectives() const {
       auto majority = ranks_by_op.begin(), minority = std::next(majority);
       if (majority->second.size() < minority->second.size()) std::swap(majority, minority);
       if (minority->second.size() <= std::max<size_t>(1, c.reporters.size() / 8) && majority->second.size() >= 2) {
-        c.op = majority->first;
+        // Named as the log would tell them apart: by OpType, or by count when the op is the same.
+        std::string op = majority->first.substr(0, majority->first.find(' '));
+        std::string odd = minority->first.substr(0, minority->first.find(' '));
+        c.op = op;
+        c.call = op == odd ? majority->first : op;
         c.odd_op = minority->second;
-        c.odd_op_name = minority->first;
+        c.odd_op_name = op == odd ? minority->first : odd;
       }
     }
   }

@@ -134,6 +134,9 @@ void Correlator::observe_line(const Attribution& a, std::string_view line, uint3
     rs->tail_next = rs->tail.size() % cap;
     t = &rs->tail.back();
   } else {
+    // The cap falls to 4 once the job passes 1,024 ranks: a tail filled before that is longer
+    // than the cap and its next slot may be past its end.
+    if (rs->tail_next >= rs->tail.size()) rs->tail_next = 0;
     t = &rs->tail[rs->tail_next];
     if (++rs->tail_next == rs->tail.size()) rs->tail_next = 0;  // no division on every line
   }
@@ -498,6 +501,17 @@ int the_one_rank_not_listed(const std::string& listed, int world_seen, size_t mi
     if (!ready.count(r)) return r;
   return -1;
 }
+
+// srun names a task on a host ("srun: error: gpu017: task 46: Out Of Memory"). The task id is the
+// global rank when srun started one process per rank, and the node index when it started one
+// launcher per node; the job shows which when the rank of that number ran on the named host.
+int rank_of_slurm_task(const Event& ev, const std::map<int, std::string>& host_of_rank) {
+  const std::string* host = ev.capture("host");
+  int task = rank_or(ev.capture("task"), -1);
+  if (!host || task < 0) return -1;
+  auto it = host_of_rank.find(task);
+  return it != host_of_rank.end() && it->second == *host ? task : -1;
+}
 }  // namespace
 
 void Correlator::resolve_times_and_ranks() {
@@ -549,6 +563,10 @@ void Correlator::resolve_times_and_ranks() {
       bus_rank[{ev.host, pci_bus_id(*bus)}] = it->second.first;
     }
   }
+  std::map<int, std::string> host_of_rank;
+  for (const auto& [host_pid, rank_world] : nccl_rank) host_of_rank.emplace(rank_world.first, host_pid.first);
+  for (const auto& [r, rs] : ranks_)
+    if (!rs.host.empty()) host_of_rank.emplace(r, rs.host);
   bool single_host = hosts.size() <= 1;
   // A job whose every ranked line comes from one rank (a single-GPU run with [rank0] prefixes):
   // its unranked lines are that rank's too.
@@ -580,6 +598,7 @@ void Correlator::resolve_times_and_ranks() {
           if (it != nccl_rank.end()) ev.rank = it->second.first;
         }
       }
+      if (ev.rank < 0) ev.rank = rank_of_slurm_task(ev, host_of_rank);
       if (ev.rank < 0) {
         int lr = rank_or(ev.capture("local_rank"), ev.local_rank);
         if (lr >= 0 && single_host) ev.rank = lr;

@@ -65,7 +65,8 @@ struct Correlator::Collectives {
   // Reporters at the stuck SeqNum whose OpType differs from the others' (a desync: one rank
   // issued another collective, e.g. an ALLREDUCE while the rest wait in an ALLGATHER).
   std::set<int> odd_op;
-  std::string odd_op_name;
+  std::string odd_op_name;  // the odd rank's call, "ALLREDUCE" or "ALLREDUCE with NumelIn=1"
+  std::string call;         // the others' call, in the same form
 };
 
 // The launcher's own verdict: torchrun's Root Cause block, mpirun's first failed process.

@@ -388,7 +388,7 @@ std::optional<RankDecision> Correlator::RankLadder::from_odd_op() const {
   others.erase(odd);
   dec.reason = fmt::format("ranks {} timed out in {} SeqNum {}; rank {} timed out in {} at the same SeqNum, so it issued "
                            "a different collective (the ranks are out of step)",
-                           ranks_of(others), coll_.op, coll_.seq, odd, coll_.odd_op_name);
+                           ranks_of(others), coll_.call, coll_.seq, odd, coll_.odd_op_name);
   if (auto line = coll_.timeout_line.find({odd, coll_.seq}); line != coll_.timeout_line.end())
     dec.first_evidence = c_.to_evidence(*line->second, c_.lib_.patterns[line->second->def].name, Role::kCascade);
   if (auto it = c_.ranks_.find(odd); it != c_.ranks_.end() && !it->second.last_progress.empty())

@@ -227,8 +227,13 @@ Captures Matcher::extract(size_t def, std::string_view body, const MatchMemo* me
     return out;
   thread_local std::vector<re2::StringPiece> spans;
   if (!groups(def, body, memo, spans)) return out;
+  // Sized exactly: stored events hold their captures, and growth by doubling was a third of that.
+  auto present = [&](size_t i) { return !p.capture_names[i].empty() && spans[i + 1].data() != nullptr; };
+  size_t n = 0;
+  for (size_t i = 0; i < p.capture_names.size(); ++i) n += present(i);
+  out.reserve(n);
   for (size_t i = 0; i < p.capture_names.size(); ++i) {
-    if (p.capture_names[i].empty() || spans[i + 1].data() == nullptr) continue;
+    if (!present(i)) continue;
     out.emplace_back(p.capture_names[i], std::string(spans[i + 1].data(), spans[i + 1].size()));
   }
   return out;

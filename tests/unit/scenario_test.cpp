@@ -125,3 +125,63 @@ TEST_CASE("scenarios: reading with several threads gives the same diagnosis as o
     CHECK(dump_json(diagnosis_to_json(mapped, lib)) == dump_json(diagnosis_to_json(buffered, lib)));
   }
 }
+
+namespace {
+// One kind of evidence beyond the job's own log, or one kind of hang or desync (issue 24).
+struct Kind {
+  Failure failure;
+  scenario::NodeLog node_log = scenario::NodeLog::kInJobLog;
+  scenario::HangEnd hang_end = scenario::HangEnd::kNone;
+  bool flight_recorder = false;
+};
+}  // namespace
+
+TEST_CASE("scenarios: node logs, scheduler records, hangs, desyncs and dumps from 8 to 4,096 ranks") {
+  test::RepoEngine engine;
+  using scenario::HangEnd;
+  using scenario::NodeLog;
+  // Kernel events in per-host files (boot-relative, -T, iso, journal) explain the culprit's CUDA
+  // or NCCL symptom; the scheduler's records name a task; hangs end in four ways; desyncs by op
+  // type and by element count; Flight Recorder dumps with and without the watchdog's lines.
+  const std::vector<Kind> kinds = {
+      {Failure::kXid79, NodeLog::kDmesgBoot},         {Failure::kXid48, NodeLog::kDmesgHuman},
+      {Failure::kXid94, NodeLog::kDmesgIso},          {Failure::kXid74, NodeLog::kJournal},
+      {Failure::kXid119, NodeLog::kDmesgBoot},        {Failure::kHostOomKill, NodeLog::kDmesgHuman},
+      {Failure::kXid48, NodeLog::kInJobLog},          {Failure::kSlurmOom},
+      {Failure::kSilentHang, NodeLog::kInJobLog, HangEnd::kTimeLimit},
+      {Failure::kSilentHang, NodeLog::kInJobLog, HangEnd::kHeartbeatMonitor},
+      {Failure::kSilentHang, NodeLog::kInJobLog, HangEnd::kWatchdog},
+      {Failure::kSilentHang, NodeLog::kInJobLog, HangEnd::kWatchdog, true},
+      {Failure::kSilentHang, NodeLog::kInJobLog, HangEnd::kNone, true},
+      {Failure::kOpDesync},                           {Failure::kSizeDesync}};
+  const Layout layouts[] = {Layout::kTorchrun, Layout::kSlurmLabel, Layout::kOpenMpi, Layout::kFilePerRank};
+  int variant = 0;
+  for (int ranks : {8, 64, 1024, 4096}) {
+    for (const Kind& kind : kinds) {
+      scenario::Spec spec;
+      spec.ranks = ranks;
+      spec.failure = kind.failure;
+      spec.node_log = kind.node_log;
+      spec.hang_end = kind.hang_end;
+      spec.flight_recorder = kind.flight_recorder;
+      spec.culprit = (ranks * 5) / 7 + 1;
+      spec.layout = layouts[variant % 4];
+      spec.seed = static_cast<uint64_t>(variant + 101);
+      spec.max_clock_skew_ms = 4000;
+      spec.steps = ranks >= 1024 ? 4 : 12;
+      ++variant;
+      REQUIRE(engine.lib.find_entry(scenario::expected_entry(spec)));
+      test::TempDir dir;
+      scenario::write(spec, dir.path());
+      Diagnosis d = analyze_paths({dir.path()}, engine.matcher, {}).diagnosis;
+      std::string got = d.entry ? d.entry->id : "<" + d.verdict + ">";
+      INFO(fmt::format("{} ranks, {}, node log {}, hang end {}, dumps {}, layout {}: got {} rank {} ({}: {})", ranks,
+                       scenario::failure_name(spec.failure), scenario::node_log_name(spec.node_log),
+                       scenario::hang_end_name(spec.hang_end), spec.flight_recorder, static_cast<int>(spec.layout), got,
+                       d.initiating.rank ? std::to_string(*d.initiating.rank) : "null", d.initiating.method, d.initiating.reason));
+      CHECK(got == scenario::expected_entry(spec));
+      REQUIRE(named_rank(d));
+      CHECK(*named_rank(d) == spec.culprit);
+    }
+  }
+}
