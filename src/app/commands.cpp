@@ -25,12 +25,16 @@ namespace firstfault {
 
 namespace fs = std::filesystem;
 
-bool rank_from_ok(const std::string& regex) {
+bool path_regex_ok(const char* flag, const std::string& regex) {
   if (regex.empty()) return true;
   RE2 re(regex, RE2::Quiet);
   if (re.ok() && re.NumberOfCapturingGroups() >= 1) return true;
-  fmt::print(stderr, "firstfault: --rank-from '{}' must be a valid regex with one capture group\n", regex);
+  fmt::print(stderr, "firstfault: {} '{}' must be a valid regex with one capture group\n", flag, regex);
   return false;
+}
+
+bool path_rules_ok(const std::string& rank_from, const std::string& host_from) {
+  return path_regex_ok("--rank-from", rank_from) && path_regex_ok("--host-from", host_from);
 }
 
 std::shared_ptr<const PathFilter> path_filter_or_report(const FileChoice& files, bool& ok) {
@@ -123,7 +127,8 @@ int run_diagnose(const DiagnoseOptions& o, std::ostream& out) {
   }
   AnalyzeOptions ao;
   ao.rank_from = o.rank_from;
-  if (!rank_from_ok(o.rank_from)) return kExitUsage;
+  ao.host_from = o.host_from;
+  if (!path_rules_ok(o.rank_from, o.host_from)) return kExitUsage;
   bool filter_ok = true;
   ao.filter = path_filter_or_report(o.files, filter_ok);
   if (!filter_ok) return kExitUsage;

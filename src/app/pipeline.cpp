@@ -104,7 +104,7 @@ std::string read_head(const std::string& path) {
 // `threads` threads.
 void analyze_input(const InputSource& in, uint32_t index, const Matcher& matcher, const AnalyzeOptions& options,
                    bool split, Correlator& corr, InputSummary& s, std::vector<InputProblem>& problems) {
-  FileIdentity identity = in.is_stdin ? FileIdentity{} : identity_from_path(in.path, options.rank_from, options.pytorchjob_pods);
+  FileIdentity identity = in.is_stdin ? FileIdentity{} : identity_from_path(in.path, options.rank_from, options.pytorchjob_pods, options.host_from);
   uint64_t size = 0;
   if (struct stat st {}; !in.is_stdin && ::stat(in.path.c_str(), &st) == 0 && S_ISREG(st.st_mode))
     size = static_cast<uint64_t>(st.st_size);
@@ -268,7 +268,7 @@ void analyze_archive_members(const std::vector<InputSource>& inputs, size_t firs
 
 Status read_member(struct archive* a, const std::string& name, uint32_t index, const Matcher& matcher,
                    const AnalyzeOptions& options, Correlator& corr, InputSummary& summary) {
-  LineAttributor attributor(identity_from_path(name, options.rank_from, options.pytorchjob_pods));
+  LineAttributor attributor(identity_from_path(name, options.rank_from, options.pytorchjob_pods, options.host_from));
   LineFeed feed(matcher, corr, attributor, index, summary);
   ReadStats stats;
   Status s = read_archive_member(a, feed, stats);

@@ -20,9 +20,10 @@ namespace firstfault {
 constexpr size_t kIndentedTimelineRanks = 64;
 
 int run_timeline(const TimelineOptions& o, std::ostream& out) {
-  if (!rank_from_ok(o.rank_from)) return kExitUsage;
+  if (!path_rules_ok(o.rank_from, o.host_from)) return kExitUsage;
   AnalyzeOptions ao;
   ao.rank_from = o.rank_from;
+  ao.host_from = o.host_from;
   bool filter_ok = true;
   ao.filter = path_filter_or_report(o.files, filter_ok);
   if (!filter_ok) return kExitUsage;

@@ -1176,6 +1176,8 @@ namespace {
 // kernel log saved per node, as admins name them (node-109.dmesg, node-109.kern.log,
 // dmesg-node-109.txt, node-109/kern.log, node-109/dmesg.log). A host token has a digit
 // (cluster nodes are numbered), so "logs/kern.log" or "kern.log.1" name no host.
+FileIdentity identity_from_path_rules(std::string_view path, const std::string& rank_from, bool pytorchjob_pods);
+
 std::string host_from_path(const std::string& name, const std::string& dirname) {
   static const RE2 kNode(R"((?i)^((?:node|host|gpu|nid)[\w\-]*?\d+)\.(?:out|err|log|txt)$)");
   static const RE2 kKernelLogThenHost(
@@ -1191,19 +1193,29 @@ std::string host_from_path(const std::string& name, const std::string& dirname) 
   if (RE2::FullMatch(name, kKernelLogName) && RE2::FullMatch(dirname, kHostDir, &host)) return host;
   return "";
 }
+
+// The first capture of `regex` (--rank-from, --host-from) in `path`, or "".
+std::string first_capture(const std::string& path, const std::string& regex) {
+  RE2 re(regex, RE2::Quiet);
+  std::string v;
+  if (re.ok() && re.NumberOfCapturingGroups() >= 1 && RE2::PartialMatch(path, re, &v)) return v;
+  return "";
+}
 }  // namespace
 
-FileIdentity identity_from_path(std::string_view path, const std::string& rank_from, bool pytorchjob_pods) {
+FileIdentity identity_from_path(std::string_view path, const std::string& rank_from, bool pytorchjob_pods,
+                                const std::string& host_from) {
+  FileIdentity id = identity_from_path_rules(path, rank_from, pytorchjob_pods);
+  if (!host_from.empty()) id.host = first_capture(std::string(path), host_from);
+  return id;
+}
+
+namespace {
+FileIdentity identity_from_path_rules(std::string_view path, const std::string& rank_from, bool pytorchjob_pods) {
   FileIdentity id;
   std::string p(path);
   if (!rank_from.empty()) {
-    RE2 re(rank_from);
-    if (re.ok()) {
-      std::string v;
-      if (re.NumberOfCapturingGroups() >= 1 && RE2::PartialMatch(p, re, &v)) {
-        if (auto r = to_int(v)) id.rank = rank_or_none(*r);
-      }
-    }
+    if (auto r = to_int(first_capture(p, rank_from))) id.rank = rank_or_none(*r);
     return id;
   }
   // Each rule names where the rank sits in the path; the last path component wins over the
@@ -1238,5 +1250,7 @@ FileIdentity identity_from_path(std::string_view path, const std::string& rank_f
   id.host = host_from_path(name, dirname);
   return id;
 }
+
+}  // namespace
 
 }  // namespace firstfault

@@ -190,6 +190,8 @@ int main(int argc, char** argv) {
   diag->add_option("--color", dopt.color, "Colour: auto, always, never")->check(CLI::IsMember({"auto", "always", "never"}));
   diag->add_option("--rank-from", dopt.rank_from, "Regex with one capture group that takes the rank from a file path")
       ->type_name("REGEX");
+  diag->add_option("--host-from", dopt.host_from, "Regex with one capture group that takes the host from a file path")
+      ->type_name("REGEX");
   diag->add_flag("-v,--verbose", dopt.verbose, "Show all evidence and every rank's last line; name skipped binary files on stderr");
   add_file_choice(diag, dopt.files);
   add_common(diag);
@@ -234,6 +236,8 @@ int main(int argc, char** argv) {
   timeline->add_option("-f,--format", topt.format, "Output format: text, json, html (one self-contained page) or svg")->check(CLI::IsMember({"text", "json", "html", "svg"}));
   timeline->add_option("--rank-from", topt.rank_from, "Regex with one capture group that takes the rank from a file path")
       ->type_name("REGEX");
+  timeline->add_option("--host-from", topt.host_from, "Regex with one capture group that takes the host from a file path")
+      ->type_name("REGEX");
   RedactFlag timeline_redact;
   add_redact(timeline, timeline_redact, " (default: off)");
   add_file_choice(timeline, topt.files);
@@ -261,6 +265,8 @@ int main(int argc, char** argv) {
   watch->add_option("--color", wopt.color, "Colour: auto, always, never")->check(CLI::IsMember({"auto", "always", "never"}));
   watch->add_option("--rank-from", wopt.rank_from, "Regex with one capture group that takes the rank from a file path")
       ->type_name("REGEX");
+  watch->add_option("--host-from", wopt.host_from, "Regex with one capture group that takes the host from a file path")
+      ->type_name("REGEX");
   RedactFlag watch_redact;
   add_redact(watch, watch_redact, " in alerts, --exec input and metrics (default: off)");
   add_common(watch);
@@ -283,6 +289,8 @@ int main(int argc, char** argv) {
       ->type_name("FILE")
       ->allow_extra_args(true);
   triage->add_option("--rank-from", tropt.rank_from, "Regex with one capture group that takes the rank from a file path");
+  triage->add_option("--host-from", tropt.host_from, "Regex with one capture group that takes the host from a file path")
+      ->type_name("REGEX");
   triage->add_flag("!--no-progress", tropt.progress, "No progress bar on stderr");
   triage->add_option("--since", tropt.since, "Only jobs dated on or after this day (YYYY-MM-DD; from the failure's log time, else a date in the job's path)")
       ->type_name("DATE");

@@ -578,7 +578,7 @@ int run_triage(const TriageOptions& o, std::ostream& out) {
       fmt::print(stderr, "firstfault: --shard must be I/N with 1 <= I <= N (got '{}')\n", o.shard);
       return kExitUsage;
     }
-    if (!rank_from_ok(o.rank_from)) return kExitUsage;
+    if (!path_rules_ok(o.rank_from, o.host_from)) return kExitUsage;
     if (!o.job_pattern.empty()) {
       RE2 re(o.job_pattern, RE2::Quiet);
       if (!re.ok()) {
@@ -637,6 +637,7 @@ int run_triage(const TriageOptions& o, std::ostream& out) {
     std::atomic<uint64_t> bytes_done{0};
     AnalyzeOptions ao;
     ao.rank_from = o.rank_from;
+    ao.host_from = o.host_from;
     ao.threads = 1;  // parallelism is across jobs here
     ao.tables = std::make_shared<const CorrelatorTables>(lib, matcher.tail_patterns());
     ao.filter = filter;  // for archives inside a job's folder

@@ -183,6 +183,7 @@ int run_watch(const WatchOptions& o, std::ostream& out) {
   WatchConfig cfg;
   cfg.paths = o.paths;
   cfg.rank_from = o.rank_from;
+  cfg.host_from = o.host_from;
   if (!o.stall.empty()) {
     auto d = duration_option("--stall", o.stall, false);
     if (!d) return kExitUsage;
@@ -192,7 +193,7 @@ int run_watch(const WatchOptions& o, std::ostream& out) {
   auto exec_timeout = duration_option("--exec-timeout", o.exec_timeout, false);
   if (!update || !exec_timeout) return kExitUsage;
   cfg.update_interval = *update;
-  if (!rank_from_ok(o.rank_from)) return kExitUsage;
+  if (!path_rules_ok(o.rank_from, o.host_from)) return kExitUsage;
   auto labels = metric_labels(o);
   if (!labels) return kExitUsage;
   if (!o.metrics_file.empty()) {

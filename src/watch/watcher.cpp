@@ -105,7 +105,7 @@ Watcher::~Watcher() = default;
 void Watcher::stream_opened(size_t id, const std::string& path, bool is_stdin) {
   auto in = std::make_unique<Input>();
   in->summary.path = path;
-  in->attributor = LineAttributor(is_stdin ? FileIdentity{} : identity_from_path(path, cfg_.rank_from, pytorchjob_pods_));
+  in->attributor = LineAttributor(is_stdin ? FileIdentity{} : identity_from_path(path, cfg_.rank_from, pytorchjob_pods_, cfg_.host_from));
   in->feed = std::make_unique<LineFeed>(matcher_, corr_, in->attributor, static_cast<uint32_t>(id), in->summary,
                                         static_cast<LineObserver*>(this));
   inputs_.push_back(std::move(in));

@@ -343,7 +343,8 @@ bool stops_early(const Spec& spec, int r, int step) {
 
 std::string prefixed(const Spec& spec, int r, const std::string& line) {
   switch (spec.layout) {
-    case Layout::kTorchrun: return line.find(" NCCL ") != std::string::npos && line.rfind("gpu-node", 0) == 0 ? line : fmt::format("[rank{}]:{}", r, line);
+    case Layout::kTorchrun:
+    case Layout::kFilePerNode: return line.find(" NCCL ") != std::string::npos && line.rfind("gpu-node", 0) == 0 ? line : fmt::format("[rank{}]:{}", r, line);
     case Layout::kSlurmLabel: {
       int width = static_cast<int>(std::to_string(spec.ranks).size());
       return fmt::format("{:>{}}: {}", r, width, line);
@@ -361,12 +362,14 @@ void write_file(const std::string& path, const std::string& content) {
 
 // One file: ranks' lines interleaved (each rank's order kept), launcher/kernel lines spliced
 // in about 80% through (after the failure point).
-std::string interleaved_job_log(const Spec& spec, const Writer& w, const std::vector<std::string>& unranked) {
-  std::mt19937_64 rng(spec.seed);
+// `first_rank`/`end_rank`: the ranks the file holds (a node's, or all).
+std::string interleaved_job_log(const Spec& spec, const Writer& w, const std::vector<std::string>& unranked,
+                                int first_rank, int end_rank) {
+  std::mt19937_64 rng(spec.seed + static_cast<uint64_t>(first_rank));
   std::vector<size_t> pos(static_cast<size_t>(spec.ranks), 0);
   std::vector<int> live;
   size_t total = 0, emitted = 0, unranked_at = 0;
-  for (int r = 0; r < spec.ranks; ++r)
+  for (int r = first_rank; r < end_rank; ++r)
     if (!w.per_rank[static_cast<size_t>(r)].empty()) live.push_back(r), total += w.per_rank[static_cast<size_t>(r)].size();
   std::string out;
   int rr = 0;
@@ -501,8 +504,20 @@ std::vector<std::string> write(const Spec& spec, const std::string& dir) {
     write_file(files.back(), content);
     return files;
   }
+  if (spec.layout == Layout::kFilePerNode) {
+    for (int n = 0; n < w.nodes(); ++n) {
+      std::vector<std::string> node_unranked;  // launcher lines name their node's pids
+      for (const auto& l : unranked)
+        if (l.find(w.host_of_node(n)) != std::string::npos || l.find(fmt::format(" {} torch/", 9000 + n)) != std::string::npos)
+          node_unranked.push_back(l);
+      files.push_back(fmt::format("{}/{}.log", dir, w.host_of_node(n)));
+      int first = n * spec.ranks_per_node;
+      write_file(files.back(), interleaved_job_log(spec, w, node_unranked, first, std::min(spec.ranks, first + spec.ranks_per_node)));
+    }
+    return files;
+  }
   files.push_back(dir + "/job.log");
-  write_file(files.back(), interleaved_job_log(spec, w, unranked));
+  write_file(files.back(), interleaved_job_log(spec, w, unranked, 0, spec.ranks));
   return files;
 }
 

@@ -19,7 +19,8 @@ enum class Failure {
   kSlurmOom,      // the step's cgroup memory limit: srun names the task, sacct the state
   kNone
 };
-enum class Layout { kTorchrun, kSlurmLabel, kOpenMpi, kFilePerRank };
+// kFilePerNode: one file per host (`gpu-node-007.log`), its ranks' lines interleaved with torchrun prefixes.
+enum class Layout { kTorchrun, kSlurmLabel, kOpenMpi, kFilePerRank, kFilePerNode };
 // Where the kernel's lines go: into the job log (syslog clock), or one file per host in the
 // forms admins save them in (boot-relative dmesg, `dmesg -T`, `dmesg --time-format iso`,
 // `journalctl -k`), named after the host.

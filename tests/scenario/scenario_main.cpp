@@ -25,7 +25,7 @@ int main(int argc, char** argv) {
   const auto node_logs = names_of(NodeLog::kJournal, node_log_name);
   const auto hang_ends = names_of(HangEnd::kWatchdog, hang_end_name);
   const std::map<std::string, Layout> layouts = {
-      {"torchrun", Layout::kTorchrun}, {"slurm", Layout::kSlurmLabel}, {"openmpi", Layout::kOpenMpi}, {"files", Layout::kFilePerRank}};
+      {"torchrun", Layout::kTorchrun}, {"slurm", Layout::kSlurmLabel}, {"openmpi", Layout::kOpenMpi}, {"files", Layout::kFilePerRank}, {"nodes", Layout::kFilePerNode}};
   app.add_option("dir", dir, "Output directory")->required();
   app.add_option("--ranks", spec.ranks, "Number of ranks");
   app.add_option("--ranks-per-node", spec.ranks_per_node, "Ranks per node");

@@ -41,6 +41,7 @@ struct DiagnoseOptions {
   std::string format = "text";     // text | json | github | markdown | sarif | gitlab | junit
   std::string color = "auto";      // auto | always | never
   std::string rank_from;
+  std::string host_from;
   bool verbose = false;
   std::string fail_on = "unrecognized";  // --fail-on: none | unrecognized | any | SEVERITY (app/exit_policy.h)
   std::optional<RedactLevel> redact;            // --redact / --no-redact; unset: the format's default (util/redact.h)
@@ -86,6 +87,7 @@ struct TimelineOptions {
   std::vector<std::string> paths;
   std::string format = "text";
   std::string rank_from;
+  std::string host_from;
   std::optional<RedactLevel> redact;  // --redact / --no-redact; unset: off (text and json stay on the machine)
   FileChoice files;
 };
@@ -128,6 +130,7 @@ std::shared_ptr<const PathFilter> path_filter_or_report(const FileChoice& files,
 
 // Whether --rank-from REGEX is usable (valid, with a capture group for the rank); when not,
 // says so on stderr and the caller exits 2.
-bool rank_from_ok(const std::string& regex);
+// --rank-from / --host-from: each empty or a valid regex with a capture group; else a message on stderr.
+bool path_rules_ok(const std::string& rank_from, const std::string& host_from);
 
 }  // namespace firstfault

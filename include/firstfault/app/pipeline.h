@@ -19,6 +19,7 @@ namespace firstfault {
 
 struct AnalyzeOptions {
   std::string rank_from;  // --rank-from REGEX: rank from the file path
+  std::string host_from;  // --host-from REGEX: host from the file path
   unsigned threads = 0;   // threads for one large plain file (0: all cores)
   // The matcher's library's tables, to share across many jobs (null: each job builds them).
   std::shared_ptr<const CorrelatorTables> tables;

@@ -52,7 +52,9 @@ struct FileIdentity {
 // overrides the built-in rules when non-empty.
 // `pytorchjob_pods`: the job's inputs include a Kubeflow PyTorchJob's master pod, so a path
 // naming `master-0` is rank 0 and `worker-N` is rank N+1 (the operator's numbering).
-FileIdentity identity_from_path(std::string_view path, const std::string& rank_from = "", bool pytorchjob_pods = false);
+// `host_from` (a regex with one capture) likewise overrides the built-in host rules.
+FileIdentity identity_from_path(std::string_view path, const std::string& rank_from = "", bool pytorchjob_pods = false,
+                                const std::string& host_from = "");
 // What a file's first bytes say about all its lines, for what its name left unknown: the output
 // of `kubectl describe pod` ("Name: <pod>" then "Namespace:") is about that pod, so its rank is
 // the pod name's (the same rules as a path, PyTorchJob numbering included) and its host the

@@ -28,6 +28,7 @@ struct TriageOptions {
   bool unknown_only = false;
   std::vector<std::string> merge;  // --merge: combine jsonl outputs instead of reading logs
   std::string rank_from;
+  std::string host_from;
   FileChoice files;              // --glob, --exclude: which files of the directories and archives
   bool progress = true;          // progress bar on stderr when it is a terminal
   // --redact / --no-redact; unset: on for markdown (made to be shared), off otherwise. One

@@ -49,6 +49,7 @@ struct WatchOptions {
   std::string format = "text";         // text | jsonl
   std::string color = "auto";
   std::string rank_from;
+  std::string host_from;
   std::string stall;                   // duration; empty: no stall detection
   std::string exec;                    // shell command run per alert
   std::string exec_timeout = "30s";

@@ -25,6 +25,7 @@ namespace firstfault {
 struct WatchConfig {
   std::vector<std::string> paths;                   // files, directories, "-" (empty: stdin)
   std::string rank_from;                            // --rank-from
+  std::string host_from;                            // --host-from
   std::chrono::milliseconds stall{0};               // --stall; 0 = no stall detection
   std::chrono::milliseconds update_interval{2000};  // least time between two alerts about one failure
   std::chrono::milliseconds poll_interval{100};
