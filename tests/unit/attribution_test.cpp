@@ -202,6 +202,25 @@ TEST_CASE("attribution: file names give the rank of unprefixed lines") {
   CHECK(attr("plain line", identity_from_path("logs/rank5.log")).rank == 5);
 }
 
+TEST_CASE("attribution: a kernel log saved per node takes its host from its name") {
+  CHECK(identity_from_path("nodes/node-109.dmesg").host == "node-109");
+  CHECK(identity_from_path("nodes/gpu-node-003.kern.log").host == "gpu-node-003");
+  CHECK(identity_from_path("dmesg-node-109.txt").host == "node-109");
+  CHECK(identity_from_path("journal_a100-17.log").host == "a100-17");
+  CHECK(identity_from_path("incident/node-109/kern.log").host == "node-109");
+  CHECK(identity_from_path("incident/node-109/dmesg.log").host == "node-109");
+  // A host token has a digit: a folder of logs, a rotated file, a case name name no host.
+  CHECK(identity_from_path("logs/kern.log").host.empty());
+  CHECK(identity_from_path("var/log/kern.log.1").host.empty());
+  CHECK(identity_from_path("cases/xid79-dmesg/job.log").host.empty());
+  CHECK(identity_from_path("rank_3.log").host.empty());
+  // --host-from overrides the rules; --rank-from keeps working beside it.
+  FileIdentity id = identity_from_path("archive/job-r12/n0017/boot.txt", R"(-r(\d+)/)", false, R"(/(n\d+)/)");
+  CHECK(id.host == "n0017");
+  CHECK(id.rank == 12);
+  CHECK(identity_from_path("other/boot.txt", "", false, R"(/(n\d+)/)").host.empty());
+}
+
 TEST_CASE("attribution: continuation lines inherit the previous rank") {
   LineAttributor la;
   CHECK(la.attribute("[rank2]:[E1003 18:37:01.832146912 ProcessGroupNCCL.cpp:607] boom").rank == 2);
