@@ -1172,12 +1172,18 @@ FileIdentity identity_from_head(std::string_view head, FileIdentity id, const st
 }
 
 namespace {
+// A path's last component and the name of the directory holding it.
+std::pair<std::string, std::string> name_and_dirname(const std::string& p) {
+  size_t slash = p.rfind('/');
+  std::string name = slash == std::string::npos ? p : p.substr(slash + 1);
+  std::string dir = slash == std::string::npos ? "" : p.substr(0, slash);
+  return {name, dir.substr(dir.rfind('/') == std::string::npos ? 0 : dir.rfind('/') + 1)};
+}
+
 // The host a file's name gives its lines: a node's own output (node-07.out, gpu017.log) or a
 // kernel log saved per node, as admins name them (node-109.dmesg, node-109.kern.log,
 // dmesg-node-109.txt, node-109/kern.log, node-109/dmesg.log). A host token has a digit
 // (cluster nodes are numbered), so "logs/kern.log" or "kern.log.1" name no host.
-FileIdentity identity_from_path_rules(std::string_view path, const std::string& rank_from, bool pytorchjob_pods);
-
 std::string host_from_path(const std::string& name, const std::string& dirname) {
   static const RE2 kNode(R"((?i)^((?:node|host|gpu|nid)[\w\-]*?\d+)\.(?:out|err|log|txt)$)");
   static const RE2 kKernelLogThenHost(
@@ -1201,22 +1207,12 @@ std::string first_capture(const std::string& path, const std::string& regex) {
   if (re.ok() && re.NumberOfCapturingGroups() >= 1 && RE2::PartialMatch(path, re, &v)) return v;
   return "";
 }
-}  // namespace
 
-FileIdentity identity_from_path(std::string_view path, const std::string& rank_from, bool pytorchjob_pods,
-                                const std::string& host_from) {
-  FileIdentity id = identity_from_path_rules(path, rank_from, pytorchjob_pods);
-  if (!host_from.empty()) id.host = first_capture(std::string(path), host_from);
-  return id;
-}
-
-namespace {
-FileIdentity identity_from_path_rules(std::string_view path, const std::string& rank_from, bool pytorchjob_pods) {
-  FileIdentity id;
-  std::string p(path);
+// The rank a path names: `rank_from`'s capture when given, else the built-in rules; -1 for none.
+int rank_from_path(const std::string& p, const std::string& rank_from, bool pytorchjob_pods) {
   if (!rank_from.empty()) {
-    if (auto r = to_int(first_capture(p, rank_from))) id.rank = rank_or_none(*r);
-    return id;
+    auto r = to_int(first_capture(p, rank_from));
+    return r ? rank_or_none(*r) : -1;
   }
   // Each rule names where the rank sits in the path; the last path component wins over the
   // directory (rank_3/stdout.log). Patterns are tried on the file name, then on its directory.
@@ -1231,26 +1227,29 @@ FileIdentity identity_from_path_rules(std::string_view path, const std::string& 
     static const RE2 kPod(R"((?i)(?:^|[-_./])(master|worker)-(\d{1,6})(?:[-_./]|$))");
     std::string role, n;
     if (RE2::PartialMatch(p, kPod, &role, &n))
-      if (auto r = to_int(n)) {
-        id.rank = rank_or_none(role[0] == 'm' || role[0] == 'M' ? *r : *r + 1);  // master : worker
-        return id;
-      }
+      if (auto r = to_int(n)) return rank_or_none(role[0] == 'm' || role[0] == 'M' ? *r : *r + 1);  // master : worker
   }
-  size_t slash = p.rfind('/');
-  std::string name = slash == std::string::npos ? p : p.substr(slash + 1);
-  std::string dir = slash == std::string::npos ? "" : p.substr(0, slash);
-  std::string dirname = dir.substr(dir.rfind('/') == std::string::npos ? 0 : dir.rfind('/') + 1);
+  auto [name, dirname] = name_and_dirname(p);
   // torchrun --log-dir (--redirects/--tee): <log_dir>/<run_id>/attempt_K/<local rank>/stderr.log.
   static const RE2 kTorchrunLogDir(R"((?:^|/)attempt_\d+/(\d{1,6})/(?:stdout|stderr|error)\.(?:log|json)$)");
   std::string v;
   if (RE2::PartialMatch(p, kTorchrunLogDir, &v) || RE2::PartialMatch(name, kSlurmArray, &v) ||
       RE2::PartialMatch(name, kRankRules, &v) || RE2::PartialMatch(dirname, kDirRankRules, &v)) {
-    if (auto r = to_int(v)) id.rank = rank_or_none(*r);
+    if (auto r = to_int(v)) return rank_or_none(*r);
   }
-  id.host = host_from_path(name, dirname);
-  return id;
+  return -1;
 }
 
 }  // namespace
+
+FileIdentity identity_from_path(std::string_view path, const std::string& rank_from, bool pytorchjob_pods,
+                                const std::string& host_from) {
+  std::string p(path);
+  FileIdentity id;
+  id.rank = rank_from_path(p, rank_from, pytorchjob_pods);
+  auto [name, dirname] = name_and_dirname(p);
+  id.host = host_from.empty() ? host_from_path(name, dirname) : first_capture(p, host_from);
+  return id;
+}
 
 }  // namespace firstfault
