@@ -39,7 +39,13 @@ CorrelatorTables::CorrelatorTables(const Library& lib, std::vector<size_t> tail_
       own_timeout(lib.patterns.size(), false),
       consequence(lib.patterns.size(), false),
       cascade(lib.patterns.size(), false),
+      identity(lib.patterns.size(), false),
+      essential(lib.patterns.size(), false),
       tail_defs(std::move(tail_patterns)) {
+  for (auto name : {"nccl_comm_init_rank", "nccl_init_start_rank", "ray_train_process_group_rank", "ray_train_worker_rank"})
+    if (auto def = lib.find_pattern(name)) identity[*def] = essential[*def] = true;
+  for (auto name : correlator_detail::kCounterPatterns)
+    if (auto def = lib.find_pattern(name)) essential[*def] = true;
   std::vector<bool> as_root(lib.patterns.size(), false);
   for (const Entry& e : lib.entries)
     for (const PatternRef& r : e.refs) {
@@ -54,6 +60,7 @@ CorrelatorTables::CorrelatorTables(const Library& lib, std::vector<size_t> tail_
     const auto& caps = lib.patterns[i].capture_names;
     has_step[i] = std::find(caps.begin(), caps.end(), "step") != caps.end();
     own_timeout[i] = is_nccl_timeout_def(lib, i);
+    if (own_timeout[i]) essential[i] = true;
   }
 }
 
@@ -196,6 +203,15 @@ namespace {
 // for the doubling of its pattern's list (the hostile log of docs/performance.md held 51 MB
 // against a 20 MiB count before).
 constexpr size_t kMallocOverhead = 16;
+
+// Whose event it is, for keeping one per rank past the budget: its rank, else (an unprefixed
+// NCCL line, rank resolved later from its host and pid) a key of its process, kept negative.
+int rank_key(const Event& ev) {
+  if (ev.rank >= 0 || ev.pid < 0) return ev.rank;
+  size_t h = std::hash<std::string>{}(ev.host) * 1000003u ^ static_cast<size_t>(ev.pid);
+  return -2 - static_cast<int>(h & 0x3fffffff);
+}
+
 size_t event_cost(const Event& ev) {
   auto str = [](const std::string& s) { return s.capacity() > 15 ? s.capacity() + 1 + kMallocOverhead : 0; };
   size_t n = 2 * sizeof(Event) + str(ev.text) + str(ev.host);
@@ -207,14 +223,14 @@ size_t event_cost(const Event& ev) {
 constexpr size_t kRankSetEntryBytes = 16 + kMallocOverhead + sizeof(void*);
 }  // namespace
 
-bool Correlator::rank_has_event(size_t def, int rank) {
+bool Correlator::rank_has_event(size_t def, int key) {
   if (ranks_stored_.empty()) ranks_stored_.resize(events_by_def_.size());
   auto& seen = ranks_stored_[def];
   if (seen.empty()) {  // built on the pattern's first event past the budget, and counted in it
-    for (const Event& e : events_by_def_[def]) seen.insert(e.rank);
+    for (const Event& e : events_by_def_[def]) seen.insert(rank_key(e));
     event_bytes_ += seen.size() * kRankSetEntryBytes;
   }
-  return seen.count(rank) > 0;
+  return seen.count(key) > 0;
 }
 
 bool Correlator::store_event(Event&& ev) {
@@ -229,7 +245,8 @@ bool Correlator::store_event(Event&& ev) {
     // only observed the failure (collective timeouts, cascades), each rank's first event: the
     // set of ranks that timed out is what names the missing rank. Until the hard bound.
     bool first_of_pattern = list.size() < kMinEventsPerPattern;
-    bool first_of_rank = event_bytes_ < event_hard_budget_ && rank_set_pattern(def) && !rank_has_event(def, ev.rank);
+    size_t bound = t_.essential[def] ? event_hard_budget_ : event_budget_ + (event_hard_budget_ - event_budget_) / 4;
+    bool first_of_rank = event_bytes_ < bound && rank_set_pattern(def) && !rank_has_event(def, rank_key(ev));
     if (!first_of_pattern && !first_of_rank) {
       ++budget_dropped_;
       note_dropped(def);
@@ -246,7 +263,7 @@ bool Correlator::store_event(Event&& ev) {
   }
   event_bytes_ += event_cost(ev);
   // Kept once built (the pattern's first event past the budget builds it from the stored list).
-  if (!ranks_stored_.empty() && !ranks_stored_[def].empty() && ranks_stored_[def].insert(ev.rank).second)
+  if (!ranks_stored_.empty() && !ranks_stored_[def].empty() && ranks_stored_[def].insert(rank_key(ev)).second)
     event_bytes_ += kRankSetEntryBytes;
   list.push_back(std::move(ev));
   return true;

@@ -198,6 +198,42 @@ std::string sacct_out_of_memory() {
       kSlurmJob);
 }
 
+// `kubectl describe pod` of the culprit's pod (one rank per pod, the pod's index is its rank)
+// after its container was OOMKilled.
+std::string pod_description(const Writer& w, int r, const std::string& at) {
+  return fmt::format(
+      "Name:             llama-ft-worker-{0}\n"
+      "Namespace:        training\n"
+      "Priority:         0\n"
+      "Service Account:  default\n"
+      "Node:             {1}/10.42.{2}.17\n"
+      "Start Time:       Fri, 27 Nov 2026 12:58:41 +0000\n"
+      "Labels:           training.kubeflow.org/job-name=llama-ft\n"
+      "                  training.kubeflow.org/replica-index={0}\n"
+      "                  training.kubeflow.org/replica-type=worker\n"
+      "Status:           Failed\n"
+      "IP:               10.244.{2}.9\n"
+      "Containers:\n"
+      "  pytorch:\n"
+      "    Image:          nvcr.io/nvidia/pytorch:24.05-py3\n"
+      "    State:          Terminated\n"
+      "      Reason:       OOMKilled\n"
+      "      Exit Code:    137\n"
+      "      Started:      Fri, 27 Nov 2026 12:58:52 +0000\n"
+      "      Finished:     {3}\n"
+      "    Ready:          False\n"
+      "    Restart Count:  0\n"
+      "    Limits:\n"
+      "      memory:          96Gi\n"
+      "      nvidia.com/gpu:  1\n"
+      "Events:\n"
+      "  Type    Reason     Age   From               Message\n"
+      "  ----    ------     ----  ----               -------\n"
+      "  Normal  Scheduled  58m   default-scheduler  Successfully assigned training/llama-ft-worker-{0} to {1}\n"
+      "  Normal  Pulled     58m   kubelet            Container image \"nvcr.io/nvidia/pytorch:24.05-py3\" already present on machine\n",
+      r, w.host(r), w.node(r) % 250, at);
+}
+
 // Each failure's lines: what the culprit, the other ranks, the launcher, the scheduler and the
 // kernel print once the failure happens (progress up to it is already written).
 void inject(Writer& w, const Spec& spec, int64_t seq) {
@@ -285,6 +321,12 @@ void inject(Writer& w, const Spec& spec, int64_t seq) {
       w.extra_files.emplace_back(fmt::format("sacct-{}.txt", kSlurmJob), sacct_out_of_memory());
       break;
     }
+    case Failure::kK8sOomKilled:
+      // The container is killed with no word from the process; the others time out, and the
+      // pod's description (saved under a name that says nothing) names the pod and its node.
+      others_time_out("ALLREDUCE");
+      w.extra_files.emplace_back("pod-describe.txt", pod_description(w, c, Clock::iso(w.t(c, fail_ms))));
+      break;
     case Failure::kNcclIbError: {
       int peer = (c + spec.ranks_per_node) % spec.ranks;
       w.say(c, "");
@@ -405,6 +447,7 @@ const char* failure_name(Failure f) {
     case Failure::kOpDesync: return "op-desync";
     case Failure::kSizeDesync: return "size-desync";
     case Failure::kSlurmOom: return "slurm-oom";
+    case Failure::kK8sOomKilled: return "k8s-oomkilled";
     case Failure::kNone: return "healthy";
   }
   return "";
@@ -448,6 +491,7 @@ const char* expected_entry(Failure f) {
     case Failure::kOpDesync: return "nccl-allgather-uneven-batches";
     case Failure::kSizeDesync: return "nccl-collective-timeout";
     case Failure::kSlurmOom: return "slurm-cgroup-oom-kill";
+    case Failure::kK8sOomKilled: return "k8s-oomkilled";
     case Failure::kNone: return "";
   }
   return "";

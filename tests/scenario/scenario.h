@@ -17,6 +17,7 @@ enum class Failure {
   kOpDesync,      // the seed failure: the culprit ran out of batches (bar at 100%) and waits in another op
   kSizeDesync,    // same SeqNum and op, another element count on the culprit
   kSlurmOom,      // the step's cgroup memory limit: srun names the task, sacct the state
+  kK8sOomKilled,  // one rank per pod: the culprit's container is OOMKilled (`kubectl describe pod`)
   kNone
 };
 // kFilePerNode: one file per host (`gpu-node-007.log`), its ranks' lines interleaved with torchrun prefixes.

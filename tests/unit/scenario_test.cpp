@@ -133,6 +133,7 @@ struct Kind {
   scenario::NodeLog node_log = scenario::NodeLog::kInJobLog;
   scenario::HangEnd hang_end = scenario::HangEnd::kNone;
   bool flight_recorder = false;
+  int ranks_per_node = 8;
 };
 }  // namespace
 
@@ -142,12 +143,14 @@ TEST_CASE("scenarios: node logs, scheduler records, hangs, desyncs and dumps fro
   using scenario::NodeLog;
   // Kernel events in per-host files (boot-relative, -T, iso, journal) explain the culprit's CUDA
   // or NCCL symptom; the scheduler's records name a task; hangs end in four ways; desyncs by op
-  // type and by element count; Flight Recorder dumps with and without the watchdog's lines.
+  // type and by element count; Flight Recorder dumps with and without the watchdog's lines; a
+  // pod's description after its container was OOMKilled.
   const std::vector<Kind> kinds = {
       {Failure::kXid79, NodeLog::kDmesgBoot},         {Failure::kXid48, NodeLog::kDmesgHuman},
       {Failure::kXid94, NodeLog::kDmesgIso},          {Failure::kXid74, NodeLog::kJournal},
       {Failure::kXid119, NodeLog::kDmesgBoot},        {Failure::kHostOomKill, NodeLog::kDmesgHuman},
       {Failure::kXid48, NodeLog::kInJobLog},          {Failure::kSlurmOom},
+      {Failure::kK8sOomKilled, NodeLog::kInJobLog, HangEnd::kNone, false, 1},  // one rank per pod
       {Failure::kSilentHang, NodeLog::kInJobLog, HangEnd::kTimeLimit},
       {Failure::kSilentHang, NodeLog::kInJobLog, HangEnd::kHeartbeatMonitor},
       {Failure::kSilentHang, NodeLog::kInJobLog, HangEnd::kWatchdog},
@@ -164,6 +167,7 @@ TEST_CASE("scenarios: node logs, scheduler records, hangs, desyncs and dumps fro
       spec.node_log = kind.node_log;
       spec.hang_end = kind.hang_end;
       spec.flight_recorder = kind.flight_recorder;
+      spec.ranks_per_node = kind.ranks_per_node;
       spec.culprit = (ranks * 5) / 7 + 1;
       spec.layout = layouts[variant % 4];
       spec.seed = static_cast<uint64_t>(variant + 101);

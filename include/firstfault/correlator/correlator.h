@@ -69,6 +69,15 @@ struct CorrelatorTables {
   // consequence (an aborted communicator, a peer that went away, a launcher's kill).
   std::vector<bool> consequence;
   std::vector<bool> cascade;  // of those, the ones a rank prints itself (not a launcher's teardown)
+  // Lines that say which process is which rank (NCCL's communicator init, Ray Train's worker
+  // ranks): every process's first one is kept past the event budget, or a 4,096-rank job's
+  // kernel events and unprefixed NCCL lines could not be mapped to ranks.
+  std::vector<bool> identity;
+  // What names the rank a collective waits for: each rank's own timeout, its counters, and who
+  // is which rank. Past the budget these keep each rank's first event until the hard bound;
+  // other per-rank patterns (cascades) stop halfway there, so that lines printed early in a big
+  // job (every rank's init) cannot use up the room its last lines (the timeouts) need.
+  std::vector<bool> essential;
   std::vector<size_t> tail_defs;
 };
 
@@ -280,9 +289,9 @@ class Correlator {
   // Whether any rank (or the unranked lines) reported training progress: a step counter moved.
   bool job_made_progress() const;
   // Whether `rank` already has a stored event of `def` (past the budget only).
-  bool rank_has_event(size_t def, int rank);
+  bool rank_has_event(size_t def, int key);
   // Patterns whose events say which ranks observed a failure: each rank's first is kept.
-  bool rank_set_pattern(size_t def) const { return t_.own_timeout[def] || t_.cascade[def]; }
+  bool rank_set_pattern(size_t def) const { return t_.own_timeout[def] || t_.cascade[def] || t_.identity[def]; }
 };
 
 }  // namespace firstfault
