@@ -153,7 +153,10 @@ int run_diagnose(const DiagnoseOptions& o, std::ostream& out) {
   bool nothing = r.diagnosis.verdict == "error";
   if (nothing) report_nothing_to_diagnose(o.paths, shown);
   if (o.format == "json") {
-    if (!nothing) out << dump_json(diagnosis_to_json(r.diagnosis, *lib)) << "\n";
+    if (!nothing) {
+      write_diagnosis_json(r.diagnosis, *lib, out);
+      out << "\n";
+    }
   } else if (is_ci_format(o.format)) {
     // CI reports are written even when no input was readable: they carry the input errors.
     CiRenderOptions co;

@@ -47,16 +47,18 @@ int run_timeline(const TimelineOptions& o, std::ostream& out) {
     return kExitUsage;
   }
   if (o.format == "json") {
-    OutputJson j = diagnosis_to_json(d, lib);
+    OutputJson j = diagnosis_to_json(d, lib, /*rank_rows=*/false);
     OutputJson t;
     t["schema"] = kTimelineSchema;
     t["initiating_rank"] = j["diagnosis"].is_null() ? OutputJson(nullptr) : j["diagnosis"]["initiating_rank"];
     t["collateral"] = j["collateral"];
-    t["ranks"] = j["ranks"];
+    t["ranks"] = nullptr;  // streamed row by row: place only
     t["inputs"] = j["inputs"];
     // Indented for a person up to 64 ranks; one line beyond (a 4,096-rank job's timeline is for
     // a program, and indentation would triple its size).
-    out << dump_json(t, d.ranks.size() > kIndentedTimelineRanks ? -1 : 2) << "\n";
+    write_json_streaming(std::move(t), "ranks", d.ranks.size(), [&](size_t i) { return rank_row_to_json(d.ranks[i]); },
+                         d.ranks.size() > kIndentedTimelineRanks ? -1 : 2, out);
+    out << "\n";
     return r.problems.empty() ? 0 : kExitUsage;
   }
   if (o.format == "html") out << render_timeline_html(d, lib);

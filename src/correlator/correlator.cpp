@@ -697,9 +697,10 @@ Diagnosis Correlator::snapshot() const {
 }
 
 // Appends the later tail (oldest first) so the newest lines win.
-void Correlator::append_tail(RankState& into, const RankState& later, uint64_t line_offset) const {
+void Correlator::append_tail(RankState& into, RankState& later, uint64_t line_offset) const {
   for (size_t k = 0; k < later.tail.size(); ++k) {
-    TailLine t = later.tail[(later.tail_next + k) % later.tail.size()];
+    TailLine t = std::move(later.tail[(later.tail_next + k) % later.tail.size()]);
+    t.text.shrink_to_fit();  // a part's tail buffers are reserved for reuse; the job's are final
     t.line_no += line_offset;
     size_t cap = std::max<size_t>(into.tail.size(), std::min(kTailLines, later.tail.size()));
     if (into.tail.size() < cap) {

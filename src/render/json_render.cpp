@@ -1,4 +1,6 @@
 #include <cmath>
+#include <functional>
+#include <ostream>
 
 #include "firstfault/render/render.h"
 #include "firstfault/util/strings.h"
@@ -58,7 +60,22 @@ json entry_to_json(const Entry& e, const Library& lib) {
               {"specializes", e.specializes}, {"examples", examples}};
 }
 
-json diagnosis_to_json(const Diagnosis& d, const Library& lib) {
+json rank_row_to_json(const RankSummary& r) {
+  json o = json::object();
+  o["rank"] = r.rank;
+  o["host"] = r.host.empty() ? json(nullptr) : json(sanitize_utf8(r.host));
+  o["role"] = r.role;
+  o["first_event"] = r.first_event ? evidence_to_json(*r.first_event) : json(nullptr);
+  o["last_line"] = sanitize_utf8(r.last_line);
+  o["last_file"] = sanitize_utf8(r.last_file);
+  o["last_line_no"] = r.last_line_no;
+  o["last_time"] = time_json(r.last_time);
+  o["last_step"] = r.last_step >= 0 ? json(r.last_step) : json(nullptr);
+  o["lines"] = r.lines;
+  return o;
+}
+
+json diagnosis_to_json(const Diagnosis& d, const Library& lib, bool rank_rows) {
   json j;
   j["schema"] = kDiagnosisSchema;
   j["verdict"] = d.verdict;
@@ -103,19 +120,8 @@ json diagnosis_to_json(const Diagnosis& d, const Library& lib) {
                      {"op", d.collateral.op.empty() ? json(nullptr) : json(d.collateral.op)},
                      {"seq", d.collateral.seq >= 0 ? json(d.collateral.seq) : json(nullptr)}};
   json& ranks = j["ranks"] = json::array();
-  for (const auto& r : d.ranks) {
-    json& o = ranks.emplace_back(json::object());
-    o["rank"] = r.rank;
-    o["host"] = r.host.empty() ? json(nullptr) : json(sanitize_utf8(r.host));
-    o["role"] = r.role;
-    o["first_event"] = r.first_event ? evidence_to_json(*r.first_event) : json(nullptr);
-    o["last_line"] = sanitize_utf8(r.last_line);
-    o["last_file"] = sanitize_utf8(r.last_file);
-    o["last_line_no"] = r.last_line_no;
-    o["last_time"] = time_json(r.last_time);
-    o["last_step"] = r.last_step >= 0 ? json(r.last_step) : json(nullptr);
-    o["lines"] = r.lines;
-  }
+  if (rank_rows)
+    for (const auto& r : d.ranks) ranks.push_back(rank_row_to_json(r));
   json inputs = json::array();
   for (const auto& in : d.inputs) {
     json o = {{"path", sanitize_utf8(in.path)}, {"bytes", in.bytes}, {"lines", in.lines}};
@@ -168,6 +174,37 @@ json diagnosis_to_json(const Diagnosis& d, const Library& lib) {
 
 std::string dump_json(const json& j, int indent) {
   return j.dump(indent, ' ', false, json::error_handler_t::replace);
+}
+
+namespace {
+// Stands in for the streamed array: dump() escapes the control bytes, so no log text can forge it.
+constexpr const char* kStreamedPlaceholder = "\x01streamed\x01";
+}  // namespace
+
+void write_json_streaming(json doc, const std::string& key, size_t rows, const std::function<json(size_t)>& row,
+                          int indent, std::ostream& out) {
+  doc[key] = kStreamedPlaceholder;
+  const std::string text = dump_json(doc, indent);
+  const std::string marker = dump_json(json(kStreamedPlaceholder), -1);
+  const size_t at = text.find(marker);
+  out << std::string_view(text).substr(0, at) << '[';
+  // A top-level member's elements sit two levels deep; a row dumped alone starts at level 0.
+  const std::string pad = indent > 0 ? "\n" + std::string(static_cast<size_t>(2 * indent), ' ') : "";
+  for (size_t i = 0; i < rows; ++i) {
+    std::string r = dump_json(row(i), indent);
+    if (indent > 0)
+      for (size_t nl = r.find('\n'); nl != std::string::npos; nl = r.find('\n', nl + pad.size()))
+        r.replace(nl, 1, pad);
+    out << (i ? "," : "") << pad << r;
+  }
+  if (rows && indent > 0) out << '\n' << std::string(static_cast<size_t>(indent), ' ');
+  out << ']' << std::string_view(text).substr(at + marker.size());
+}
+
+void write_diagnosis_json(const Diagnosis& d, const Library& lib, std::ostream& out, int indent) {
+  // The per-rank rows are written one at a time: at 4,096 ranks their document took 17 MB.
+  write_json_streaming(diagnosis_to_json(d, lib, /*rank_rows=*/false), "ranks", d.ranks.size(),
+                       [&](size_t i) { return rank_row_to_json(d.ranks[i]); }, indent, out);
 }
 
 }  // namespace firstfault

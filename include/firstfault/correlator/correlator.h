@@ -245,7 +245,7 @@ class Correlator {
   struct OutsideEnd;  // a time limit or cancel that ended a job long idle (correlator_steps.h)
   std::optional<OutsideEnd> hang_before_outside_end(std::vector<Hits>& all) const;  // stopped_run.cpp
   void note_outside_end(Diagnosis& d, const OutsideEnd& ended) const;  // diagnosis_assembly.cpp
-  void append_tail(RankState& into, const RankState& later, uint64_t line_offset) const;
+  void append_tail(RankState& into, RankState& later, uint64_t line_offset) const;
 
   const Library& lib_;
   std::vector<std::vector<Event>> events_by_def_;

@@ -22,7 +22,16 @@ struct TextStyle {
   bool verbose = false;  // every rank's last line, all evidence
 };
 
-OutputJson diagnosis_to_json(const Diagnosis& d, const Library& lib);
+// Without `rank_rows`, "ranks" is an empty array (write_diagnosis_json() streams the rows).
+OutputJson diagnosis_to_json(const Diagnosis& d, const Library& lib, bool rank_rows = true);
+OutputJson rank_row_to_json(const RankSummary& r);
+// The diagnosis document as dump_json(diagnosis_to_json(d, lib), indent) writes it, byte for
+// byte, without holding every rank's row in memory at once.
+void write_diagnosis_json(const Diagnosis& d, const Library& lib, std::ostream& out, int indent = 2);
+// Writes `doc` with member `key` (already in place, for its position) set to an array of `rows`
+// elements made one at a time by `row`.
+void write_json_streaming(OutputJson doc, const std::string& key, size_t rows,
+                          const std::function<OutputJson(size_t)>& row, int indent, std::ostream& out);
 std::string render_text(const Diagnosis& d, const Library& lib, const TextStyle& style);
 // Of a diagnosed failure: its title, category, action, initiating rank with its evidence, and
 // collateral, without the entry's text (watch's updates about an entry already shown).
