@@ -133,7 +133,7 @@ void Correlator::observe_line(const Attribution& a, std::string_view line, uint3
   if (first == line.size()) return;
   // Keep the last few lines (bounded, reusing their buffers): the last line of the rank and
   // where its last progress counter is read at the end.
-  size_t cap = ranks_.size() > 1024 ? 4 : kTailLines;
+  size_t cap = ranks_.size() > kLargeJobRanks ? kLargeJobTailLines : kTailLines;
   TailLine* t;
   if (rs->tail.size() < cap) {
     rs->tail.emplace_back();
@@ -641,13 +641,16 @@ void Correlator::resolve_times_and_ranks() {
 void Correlator::apply_tail_progress() {
   if (t_.tail_defs.empty()) return;
   LineAttributor attributor;
-  std::vector<RankState*> states;
-  for (auto& [r, rs] : ranks_) states.push_back(&rs);
-  states.push_back(&unranked_);
-  for (RankState* state : states) {
-    RankState& rs = *state;
-    // Newest first: the first line with a progress counter is the rank's last progress.
-    bool newest_seen = false;
+  for (auto& [r, rs] : ranks_) digest_tail_progress(rs, attributor);
+  digest_tail_progress(unranked_, attributor);
+}
+
+// Reads the rank's last progress from its tail: the newest line with a progress counter, and the
+// step interval from the one before it. Leaves the rank as it is when the tail holds none (false).
+bool Correlator::digest_tail_progress(RankState& rs, LineAttributor& attributor) const {
+  // Newest first: the first line with a progress counter is the rank's last progress.
+  bool newest_seen = false;
+  {
     for (size_t k = 0; k < rs.tail.size(); ++k) {
       const TailLine& t = rs.tail[(rs.tail_next + rs.tail.size() - 1 - k) % rs.tail.size()];
       Attribution attribution = attributor.attribute(t.text);
@@ -688,6 +691,7 @@ void Correlator::apply_tail_progress() {
       }
     }
   }
+  return newest_seen;
 }
 
 Diagnosis Correlator::snapshot() const {
@@ -713,8 +717,31 @@ void Correlator::append_tail(RankState& into, RankState& later, uint64_t line_of
   }
 }
 
+// Past kLargeJobRanks ranks each rank keeps kLargeJobTailLines lines, its progress read from the
+// longer tail first (at 4,096 ranks sixteen lines each were 10 MB of a 64 MiB bound).
+void Correlator::shorten_tails_of_large_job(LineAttributor& attributor) {
+  if (large_job_tails_ || ranks_.size() <= kLargeJobRanks || t_.tail_defs.empty()) return;
+  large_job_tails_ = true;
+  for (auto& [r, rs] : ranks_) {
+    digest_tail_progress(rs, attributor);
+    trim_tail(rs, kLargeJobTailLines);
+  }
+}
+
+// Keeps the newest `cap` lines, oldest first, so the next write replaces the oldest.
+void Correlator::trim_tail(RankState& rs, size_t cap) {
+  if (rs.tail.size() <= cap) return;
+  std::vector<TailLine> kept;
+  kept.reserve(cap);
+  for (size_t k = rs.tail.size() - cap; k < rs.tail.size(); ++k)
+    kept.push_back(std::move(rs.tail[(rs.tail_next + k) % rs.tail.size()]));
+  rs.tail = std::move(kept);
+  rs.tail_next = 0;
+}
+
 void Correlator::absorb(Correlator&& later, uint64_t line_offset) {
   uint64_t order_offset = order_;
+  LineAttributor attributor;  // reads progress from tails shortened in a large job
   for (size_t def = 0; def < events_by_def_.size(); ++def) {
     count_by_def_[def] += later.count_by_def_[def];
     for (Event& ev : later.events_by_def_[def]) {
@@ -741,8 +768,12 @@ void Correlator::absorb(Correlator&& later, uint64_t line_offset) {
       rs->last_step_order = lrs.last_step_order + order_offset;
       rs->last_progress = lrs.last_progress;
     }
+    const bool later_tail_full = lrs.tail.size() >= kTailLines;
     append_tail(*rs, lrs, line_offset);
+    if (large_job_tails_ && !digest_tail_progress(*rs, attributor) && later_tail_full) rs->progress_at_end = false;
+    if (large_job_tails_) trim_tail(*rs, kLargeJobTailLines);
   }
+  shorten_tails_of_large_job(attributor);
   unranked_.lines += later.unranked_.lines;
   if (later.unranked_.last_time.valid()) unranked_.last_time = later.unranked_.last_time;
   append_tail(unranked_, later.unranked_, line_offset);

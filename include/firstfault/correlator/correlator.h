@@ -133,6 +133,8 @@ class Correlator {
   // A rank's last few lines, newest last: where the progress patterns look at the end.
   static constexpr size_t kTailLines = 16;
   static constexpr size_t kTailLineBytes = 256;
+  static constexpr size_t kLargeJobRanks = 1024;     // beyond, a merged rank keeps only
+  static constexpr size_t kLargeJobTailLines = 4;    // kLargeJobTailLines (progress read first)
   struct TailLine {
     std::string text;
     std::string_view pending;  // set: the line, not yet copied into text (settle_tails())
@@ -246,6 +248,10 @@ class Correlator {
   std::optional<OutsideEnd> hang_before_outside_end(std::vector<Hits>& all) const;  // stopped_run.cpp
   void note_outside_end(Diagnosis& d, const OutsideEnd& ended) const;  // diagnosis_assembly.cpp
   void append_tail(RankState& into, RankState& later, uint64_t line_offset) const;
+  bool digest_tail_progress(RankState& rs, LineAttributor& attributor) const;
+  void shorten_tails_of_large_job(LineAttributor& attributor);
+  static void trim_tail(RankState& rs, size_t cap);
+  bool large_job_tails_ = false;  // shorten_tails_of_large_job() ran
 
   const Library& lib_;
   std::vector<std::vector<Event>> events_by_def_;
