@@ -60,11 +60,13 @@ bool LineFeed::feed_repaired(std::string_view block) {
     remnants_ = has_escape_remnants(block);
     std::string_view probe = block.substr(0, kWrapProbeBytes);
     if (probe.size() < block.size()) probe = probe.substr(0, probe.rfind('\n') + 1);
-    wrap_width_ = hard_wrap_width(probe);
+    // A word wrap also leaves rows at the widest length; its shorter wrapped rows tell it apart.
+    wrap_words_ = (wrap_width_ = word_wrap_width(probe)) != 0;
+    if (!wrap_words_) wrap_width_ = hard_wrap_width(probe);
   } else if (!remnants_) {
     return false;
   }
-  if ((!remnants_ && !wrap_width_) || !repair_paste(block, remnants_, wrap_width_, repaired_)) return false;
+  if ((!remnants_ && !wrap_width_) || !repair_paste(block, remnants_, wrap_width_, repaired_, wrap_words_)) return false;
   feed_block(repaired_);
   corr_.settle_tails();  // the repaired copy is reused by the next block
   return true;

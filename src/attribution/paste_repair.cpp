@@ -156,7 +156,59 @@ size_t hard_wrap_width(sv block) {
   return (at_width >= 2 || usual) && continued * 2 > at_width ? widest : 0;
 }
 
-bool repair_paste(sv block, bool remnants, size_t width, std::string& out) {
+namespace {
+// Whether `row` was broken by a greedy word wrap at `width` before `next`: `next` is the rest of
+// it (no record of its own, not indented: code and frames are) and its first word would not
+// have fitted on `row`.
+// The width counts text, not the blanks a wrap may leave at the end of a row.
+sv without_trailing_blanks(sv s) {
+  while (!s.empty() && (s.back() == ' ' || s.back() == '\t')) s.remove_suffix(1);
+  return s;
+}
+
+bool word_wrapped(sv row, sv next, size_t width) {
+  if (row.empty() || next.empty() || next[0] == ' ' || next[0] == '\t') return false;
+  size_t word = next.find(' ');
+  size_t with_word = code_points(without_trailing_blanks(row)) + 1 + code_points(next.substr(0, word));
+  return with_word > width && continues(row, next);
+}
+}  // namespace
+
+size_t word_wrap_width(sv block) {
+  std::vector<sv> lines;
+  size_t widest = 0, widest_raw = 0;
+  for_each_line(block, [&](sv line) {
+    line = trim_cr(line);
+    widest = std::max(widest, code_points(without_trailing_blanks(line)));
+    widest_raw = std::max(widest_raw, code_points(line));
+    lines.push_back(line);
+  });
+  if (widest < 60 || widest > 400) return 0;
+  // Rows that go on in a line of words: broken where the next word would not fit (a wrap), or
+  // where it would have (a log's own multi-line message, which is no wrap).
+  size_t wrapped = 0, not_wrapped = 0, kept_space = 0, short_of_width = 0;
+  for (size_t i = 0; i + 1 < lines.size(); ++i) {
+    sv row = lines[i], next = lines[i + 1];
+    if (row.empty() || next.empty() || next[0] == ' ' || next[0] == '\t' || !continues(row, next)) continue;
+    // A word as long as a third of the width fits on no row: its line proves nothing (a list
+    // of long names, one per line, as Horovod's stalled-ops report prints them).
+    if (code_points(next.substr(0, next.find(' '))) * 3 > widest) continue;
+    if (word_wrapped(row, next, widest)) {
+      ++wrapped;
+      kept_space += row.back() == ' ';
+      short_of_width += code_points(row) < widest_raw;
+    } else {
+      ++not_wrapped;
+    }
+  }
+  // Two wrapped rows at least when the wrap kept its spaces (a trailing blank shows it), three
+  // otherwise; few rows that go on although the next word would have fitted; and wrapped rows
+  // short of the widest (a third of them at least), which a wrap at a fixed column does not leave.
+  bool enough = wrapped >= 3 || (wrapped >= 2 && kept_space >= 1);
+  return enough && short_of_width >= 2 && short_of_width * 3 >= wrapped && not_wrapped * 4 <= wrapped ? widest : 0;
+}
+
+bool repair_paste(sv block, bool remnants, size_t width, std::string& out, bool words) {
   out.clear();
   out.reserve(block.size());
   std::string stripped, joined;
@@ -180,14 +232,16 @@ bool repair_paste(sv block, bool remnants, size_t width, std::string& out) {
       changed = changed || stripped.size() != text.size();
       text = stripped;
     }
-    if (wrapped && continues(previous, text)) {
+    if (wrapped && (words ? word_wrapped(previous, text, width) : continues(previous, text))) {
       changed = true;
+      if (words && previous.back() != ' ') joined.push_back(' ');
     } else {
       flush();
     }
     joined.append(text);
     ++joined_lines;
-    wrapped = width && code_points(text) == width;
+    const size_t n = code_points(text);
+    wrapped = width && (words ? n > 0 : n == width);
     if (wrapped) previous.assign(text);
   });
   flush();

@@ -38,6 +38,26 @@ std::string hard_wrap(const std::string& text, size_t width) {
   return out;
 }
 
+// What an editor or a mail client does: each line broken at the last space before `width`,
+// the space kept at the end of the row when `keep_space` (a word longer than a row stays whole).
+std::string word_wrap(const std::string& text, size_t width, bool keep_space) {
+  std::string out;
+  for (size_t start = 0; start < text.size();) {
+    size_t nl = text.find('\n', start);
+    std::string line = text.substr(start, (nl == std::string::npos ? text.size() : nl) - start);
+    start = nl == std::string::npos ? text.size() : nl + 1;
+    // Only lines of words are wrapped: an indented line stays as it is (as `fmt`/`fold -s` on prose).
+    while (line.size() > width && line[0] != ' ') {
+      size_t cut = line.rfind(' ', width);
+      if (cut == std::string::npos || cut == 0) break;
+      out += line.substr(0, keep_space ? cut + 1 : cut) + "\n";
+      line = line.substr(cut + 1);
+    }
+    out += line + "\n";
+  }
+  return out;
+}
+
 std::string entry_and_rank(const Diagnosis& d) {
   return (d.entry ? d.entry->id : d.verdict) + " rank " + (d.initiating.rank ? std::to_string(*d.initiating.rank) : "-");
 }
@@ -122,6 +142,55 @@ TEST_CASE("every example log, hard-wrapped by a terminal or with its colours wri
     CHECK(entry_and_rank(analyze_paths({path}, engine.matcher, {}).diagnosis) == want);
   }
   CHECK(logs > 250);
+}
+
+TEST_CASE("the word-wrap width: the longest lines end near one column and go on in a line of words") {
+  // NCCL's warning quoted by XLA, as pasted in AI-Hypercomputer/xpk#492 (wrapped at spaces).
+  std::string log =
+      "E0605 09:26:44.248647    1054 pjrt_stream_executor_client.cc:2839] Execution of replica 0\n"
+      "failed: INTERNAL: NCCL operation ncclGroupEnd() failed: unhandled system error (run with \n"
+      "NCCL_DEBUG=INFO for details). Last NCCL warning(error) log entry (may be unrelated)  'Error \n"
+      "while creating shared memory segment /dev/shm/nccl-TfciGV (size 31850880), error: No space\n"
+      "left on device (28)'.\n";
+  CHECK(hard_wrap_width(log) == 0);
+  const size_t width = word_wrap_width(log);
+  REQUIRE(width >= 90);
+  std::string out;
+  REQUIRE(repair_paste(log, false, width, out, /*words=*/true));
+  CHECK(out.find("(may be unrelated)  'Error while creating shared memory segment /dev/shm/nccl-TfciGV (size 31850880), "
+                 "error: No space left on device (28)'.\n\n\n\n\n") != std::string::npos);
+  // A traceback's frames are indented: its long lines are not a word wrap.
+  std::string traceback =
+      "Traceback (most recent call last):\n"
+      "  File \"/opt/conda/lib/python3.10/site-packages/torch/distributed/distributed_c10d.py\", line 2050, in all_reduce\n"
+      "    work = group.allreduce([tensor], opts)\n"
+      "  File \"/opt/conda/lib/python3.10/site-packages/torch/distributed/distributed_c10d.py\", line 3703, in barrier\n"
+      "    work = default_pg.barrier(opts=opts)\n"
+      "RuntimeError: NCCL error in: ../torch/csrc/distributed/c10d/ProcessGroupNCCL.cpp:1970, unhandled system error\n";
+  CHECK(word_wrap_width(traceback) == 0);
+}
+
+TEST_CASE("every example log, word-wrapped at 80 or 120 columns, gets the same diagnosis") {
+  test::RepoEngine engine;
+  test::TempDir dir;
+  size_t logs = 0, wrapped = 0;
+  for (const auto& f : std::filesystem::directory_iterator(test::source_dir() + "/testdata/kb")) {
+    if (f.path().extension() != ".log") continue;
+    ++logs;
+    std::string text = test::slurp(f.path().string());
+    std::string want = entry_and_rank(analyze_paths({f.path().string()}, engine.matcher, {}).diagnosis);
+    for (size_t width : {80, 120})
+      for (bool keep_space : {true, false}) {
+        std::string w = word_wrap(text, width, keep_space);
+        if (w == text || !word_wrap_width(w)) continue;  // nothing wrapped, or too little to tell
+        ++wrapped;
+        CAPTURE(f.path().filename().string(), width, keep_space);
+        std::string path = dir.write("wrapped.log", w);
+        CHECK(entry_and_rank(analyze_paths({path}, engine.matcher, {}).diagnosis) == want);
+      }
+  }
+  CHECK(logs > 250);
+  CHECK(wrapped > 200);
 }
 
 TEST_CASE("paste repair: the rows of a text table are not a hard wrap") {

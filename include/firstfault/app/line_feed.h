@@ -99,6 +99,7 @@ class LineFeed : public BlockSink {
   bool first_block_ = true;   // the input's first block: where a paste is recognised
   bool remnants_ = false;     // escape remnants seen: every later block is repaired too
   size_t wrap_width_ = 0;     // the input's hard-wrap column, 0 when it is not wrapped
+  bool wrap_words_ = false;    // wrapped at spaces, not at a fixed column (word_wrap_width())
   std::string repaired_;
 };
 

@@ -25,6 +25,13 @@ void strip_escape_remnants(std::string_view line, std::string& out);
 // level prefix of its own, and not the same start again).
 size_t hard_wrap_width(std::string_view block);
 
+// The width at which the block's lines were word-wrapped (an editor, a mail client or a
+// terminal that breaks at spaces), or 0: several lines go on in a line that does not begin like
+// a record nor with an indent, and whose first word would not have fitted within the widest
+// line, several of them shorter than the widest (which a fixed-column wrap does not leave).
+// Consulted before hard_wrap_width().
+size_t word_wrap_width(std::string_view block);
+
 // Whether `line` begins like a record of its own rather than the rest of a wrapped line.
 bool begins_record(std::string_view line);
 
@@ -32,6 +39,8 @@ bool begins_record(std::string_view line);
 // remnants removed when `remnants`, and each line wrapped at `width` (when non-zero) joined with
 // its continuation, which is left as an empty line. Returns false (and leaves `out` unspecified)
 // when nothing changed.
-bool repair_paste(std::string_view block, bool remnants, size_t width, std::string& out);
+// With `words`, a line is joined with a continuation whose first word would not have fitted
+// within `width`, one space standing for the break unless the line kept its own.
+bool repair_paste(std::string_view block, bool remnants, size_t width, std::string& out, bool words = false);
 
 }  // namespace firstfault
