@@ -41,6 +41,7 @@ CorrelatorTables::CorrelatorTables(const Library& lib, std::vector<size_t> tail_
       cascade(lib.patterns.size(), false),
       identity(lib.patterns.size(), false),
       essential(lib.patterns.size(), false),
+      counted_only(lib.patterns.size(), false),
       tail_defs(std::move(tail_patterns)) {
   for (auto name : {"nccl_comm_init_rank", "nccl_init_start_rank", "ray_train_process_group_rank", "ray_train_worker_rank"})
     if (auto def = lib.find_pattern(name)) identity[*def] = essential[*def] = true;
@@ -56,12 +57,26 @@ CorrelatorTables::CorrelatorTables(const Library& lib, std::vector<size_t> tail_
     }
   for (size_t i = 0; i < lib.patterns.size(); ++i)
     if (as_root[i]) consequence[i] = cascade[i] = false;
+  mark_counted_only(lib);
   for (size_t i = 0; i < lib.patterns.size(); ++i) {
     const auto& caps = lib.patterns[i].capture_names;
     has_step[i] = std::find(caps.begin(), caps.end(), "step") != caps.end();
     own_timeout[i] = is_nccl_timeout_def(lib, i);
     if (own_timeout[i]) essential[i] = true;
   }
+}
+
+// A pattern that entries name only in `absent:` (progress that rules out a hang at start-up) is
+// read by its count alone: a million progress lines need no stored events.
+void CorrelatorTables::mark_counted_only(const Library& lib) {
+  std::vector<bool> in_absent(lib.patterns.size(), false), elsewhere(lib.patterns.size(), false);
+  for (const Entry& e : lib.entries)
+    for (size_t k = 0; k < e.refs.size(); ++k) {
+      const size_t def = e.refs[k].def;
+      const bool absent = std::find(e.match.absent.begin(), e.match.absent.end(), k) != e.match.absent.end();
+      (absent ? in_absent : elsewhere)[def] = true;
+    }
+  for (size_t i = 0; i < lib.patterns.size(); ++i) counted_only[i] = in_absent[i] && !elsewhere[i] && !essential[i];
 }
 
 Correlator::Correlator(const Library& lib, std::shared_ptr<const CorrelatorTables> tables)
@@ -80,6 +95,7 @@ void Correlator::count_event(size_t def) {
 void Correlator::note_dropped(size_t def) {
   if (dropped_noted_[def]) return;  // hot: every line of a pattern past its bound comes here
   dropped_noted_[def] = true;
+  if (t_.counted_only[def]) return;  // its count is exact, and the count is all an entry reads
   if (std::find(limits_.dropped.begin(), limits_.dropped.end(), lib_.patterns[def].name) == limits_.dropped.end()) {
     limits_.truncated = true;
     limits_.dropped.push_back(lib_.patterns[def].name);
@@ -236,7 +252,7 @@ bool Correlator::rank_has_event(size_t def, int key) {
 bool Correlator::store_event(Event&& ev) {
   size_t def = ev.def;
   auto& list = events_by_def_[def];
-  if (list.size() >= kMaxEventsPerPattern) {
+  if (list.size() >= (t_.counted_only[def] ? kMinEventsPerPattern : kMaxEventsPerPattern)) {
     note_dropped(def);
     return false;
   }

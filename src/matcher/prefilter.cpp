@@ -1,3 +1,4 @@
+#include "firstfault/util/resident.h"
 #include "firstfault/matcher/prefilter.h"
 
 #include <spdlog/spdlog.h>
@@ -401,6 +402,7 @@ class HyperscanPrefilter : public Prefilter {
     std::string_view builtin = builtin_prefilter_db();
     if (builtin.size() > key.size() + 1 && builtin.substr(0, key.size()) == key && builtin[key.size()] == '\n')
       p->db_ = usable(builtin.substr(key.size() + 1), &p->proto_scratch_);
+    drop_embedded_pages(builtin);  // deserialized into the heap (or not ours): not read again
     // 2. The on-disk cache (extra --signatures libraries, or a binary built for another CPU).
     std::filesystem::path dir = cache_dir();
     std::filesystem::path file = dir.empty() ? "" : dir / ("prefilter-" + key + ".hsdb");

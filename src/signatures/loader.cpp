@@ -1,3 +1,4 @@
+#include "firstfault/util/resident.h"
 #include "firstfault/signatures/loader.h"
 
 #include <yaml-cpp/yaml.h>
@@ -634,7 +635,10 @@ Library load_library(const std::vector<std::string>& extra_dirs, std::vector<Loa
   // The built-ins alone come from the snapshot the build validated (samples included). A caller
   // checking samples is validating (`check`), so it gets the YAML; so does a stale or bad snapshot.
   if (extra_dirs.empty() && include_builtin && !options.check_samples)
-    if (auto lib = deserialize_library(builtin_snapshot(), builtin_source_key())) return std::move(*lib);
+    if (auto lib = deserialize_library(builtin_snapshot(), builtin_source_key())) {
+      drop_embedded_pages(builtin_snapshot());  // copied into `lib`; not read again
+      return std::move(*lib);
+    }
   // A file under an extra directory with the same relative path as a built-in file replaces
   // it whole (so `check signatures/` validates the working copy, not the embedded copy too).
   std::vector<SourceFile> extra;

@@ -32,7 +32,7 @@ inline constexpr size_t kMaxEventsPerPattern = 4096;
 inline constexpr size_t kEventBudget = size_t{12} << 20;
 inline constexpr size_t kEventHardBudget = size_t{20} << 20;
 inline constexpr size_t kMinEventsPerPattern = 4;
-inline constexpr size_t kEventTextOverBudget = 256;
+inline constexpr size_t kEventTextOverBudget = 160;
 inline constexpr size_t kMaxRanks = 1 << 17;
 inline constexpr size_t kMaxEventText = 2048;
 
@@ -78,7 +78,11 @@ struct CorrelatorTables {
   // other per-rank patterns (cascades) stop halfway there, so that lines printed early in a big
   // job (every rank's init) cannot use up the room its last lines (the timeouts) need.
   std::vector<bool> essential;
+  // Named by entries only in `absent:`: its count is kept exact, and only its first
+  // kMinEventsPerPattern events are stored (mark_counted_only()).
+  std::vector<bool> counted_only;
   std::vector<size_t> tail_defs;
+  void mark_counted_only(const Library& lib);
 };
 
 class Correlator {
@@ -288,6 +292,7 @@ class Correlator {
   // Whether an event of `def` could still be stored (cheap: no rank known yet).
   bool may_store(size_t def) const {
     size_t n = events_by_def_[def].size();
+    if (t_.counted_only[def]) return n < kMinEventsPerPattern;
     return n < kMaxEventsPerPattern && (n < kMinEventsPerPattern || event_bytes_ < event_hard_budget_);
   }
   // Stores `ev` if the bounds allow (cutting its text when past the budget); false when dropped.
