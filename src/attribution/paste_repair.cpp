@@ -157,15 +157,15 @@ size_t hard_wrap_width(sv block) {
 }
 
 namespace {
-// Whether `row` was broken by a greedy word wrap at `width` before `next`: `next` is the rest of
-// it (no record of its own, not indented: code and frames are) and its first word would not
-// have fitted on `row`.
 // The width counts text, not the blanks a wrap may leave at the end of a row.
 sv without_trailing_blanks(sv s) {
   while (!s.empty() && (s.back() == ' ' || s.back() == '\t')) s.remove_suffix(1);
   return s;
 }
 
+// Whether `row` was broken by a greedy word wrap at `width` before `next`: `next` is the rest of
+// it (no record of its own, not indented: code and frames are) and its first word would not
+// have fitted on `row`.
 bool word_wrapped(sv row, sv next, size_t width) {
   if (row.empty() || next.empty() || next[0] == ' ' || next[0] == '\t') return false;
   size_t word = next.find(' ');

@@ -666,45 +666,43 @@ void Correlator::apply_tail_progress() {
 bool Correlator::digest_tail_progress(RankState& rs, LineAttributor& attributor) const {
   // Newest first: the first line with a progress counter is the rank's last progress.
   bool newest_seen = false;
-  {
-    for (size_t k = 0; k < rs.tail.size(); ++k) {
-      const TailLine& t = rs.tail[(rs.tail_next + rs.tail.size() - 1 - k) % rs.tail.size()];
-      Attribution attribution = attributor.attribute(t.text);
-      std::string_view body = attribution.body;
-      std::string step;
-      bool found = false;
-      for (size_t def : t_.tail_defs) {
-        const PatternDef& p = lib_.patterns[def];
-        auto it = std::find(p.capture_names.begin(), p.capture_names.end(), "step");
-        if (it == p.capture_names.end() || !p.re) continue;
-        size_t n = p.capture_names.size();
-        std::vector<re2::StringPiece> groups(n + 1);
-        re2::StringPiece text(body.data(), body.size());
-        if (!p.re->Match(text, 0, text.size(), RE2::UNANCHORED, groups.data(), static_cast<int>(n + 1))) continue;
-        const auto& g = groups[static_cast<size_t>(it - p.capture_names.begin()) + 1];
-        if (g.data()) {
-          step.assign(g.data(), g.size());
-          found = true;
-          break;
-        }
-      }
-      if (found && !newest_seen) {
-        newest_seen = true;
-        if (auto v = to_int(step)) {
-          rs.last_step = *v;
-          rs.last_progress = t.text;
-          rs.progress_at_end = true;
-          rs.progress_input = t.input;
-          rs.progress_line_no = t.line_no;
-          rs.progress_time = attribution.time;
-        }
-        if (!rs.progress_at_end || !rs.progress_time.valid()) break;
-      } else if (found) {
-        // The progress line before the newest: the job's step interval, as this rank saw it.
-        if (attribution.time.valid() && attribution.time.kind == rs.progress_time.kind)
-          rs.step_interval_ms = std::max<int64_t>(0, rs.progress_time.ms - attribution.time.ms);
+  for (size_t k = 0; k < rs.tail.size(); ++k) {
+    const TailLine& t = rs.tail[(rs.tail_next + rs.tail.size() - 1 - k) % rs.tail.size()];
+    Attribution attribution = attributor.attribute(t.text);
+    std::string_view body = attribution.body;
+    std::string step;
+    bool found = false;
+    for (size_t def : t_.tail_defs) {
+      const PatternDef& p = lib_.patterns[def];
+      auto it = std::find(p.capture_names.begin(), p.capture_names.end(), "step");
+      if (it == p.capture_names.end() || !p.re) continue;
+      size_t n = p.capture_names.size();
+      std::vector<re2::StringPiece> groups(n + 1);
+      re2::StringPiece text(body.data(), body.size());
+      if (!p.re->Match(text, 0, text.size(), RE2::UNANCHORED, groups.data(), static_cast<int>(n + 1))) continue;
+      const auto& g = groups[static_cast<size_t>(it - p.capture_names.begin()) + 1];
+      if (g.data()) {
+        step.assign(g.data(), g.size());
+        found = true;
         break;
       }
+    }
+    if (found && !newest_seen) {
+      newest_seen = true;
+      if (auto v = to_int(step)) {
+        rs.last_step = *v;
+        rs.last_progress = t.text;
+        rs.progress_at_end = true;
+        rs.progress_input = t.input;
+        rs.progress_line_no = t.line_no;
+        rs.progress_time = attribution.time;
+      }
+      if (!rs.progress_at_end || !rs.progress_time.valid()) break;
+    } else if (found) {
+      // The progress line before the newest: the job's step interval, as this rank saw it.
+      if (attribution.time.valid() && attribution.time.kind == rs.progress_time.kind)
+        rs.step_interval_ms = std::max<int64_t>(0, rs.progress_time.ms - attribution.time.ms);
+      break;
     }
   }
   return newest_seen;

@@ -963,3 +963,26 @@ TEST_CASE("fuzz regressions: every saved input passes its harness") {
   }
   CHECK(replayed > 0);  // the regression corpus is part of the repository
 }
+
+TEST_CASE("bounds: past 1,024 ranks a rank keeps 4 tail lines, its last progress read from the longer tail first") {
+  // One file per node (merged by Correlator::absorb): each rank's last progress line is followed
+  // by more lines than the short tail keeps, so it must be read before the tail is shortened.
+  Fixture f;
+  constexpr int kNodes = 160, kPerNode = 8;  // 1,280 ranks
+  std::vector<std::string> paths;
+  for (int n = 0; n < kNodes; ++n) {
+    std::string log;
+    for (int l = 0; l < kPerNode; ++l) {
+      const int r = n * kPerNode + l;
+      log += fmt::format("[rank{}]: Epoch 1:  40%|████      | {}/1000 [10:00<15:00,  1.11it/s]\n", r, 400 + r % 7);
+      for (int k = 0; k < 6; ++k) log += fmt::format("[rank{}]: checkpoint shard {} written\n", r, k);
+    }
+    paths.push_back(f.dir.write(fmt::format("node-{:03}.log", n), log));
+  }
+  JobResult res = f.run_paths(paths);
+  const Diagnosis& d = res.diagnosis;
+  REQUIRE(d.ranks.size() == kNodes * kPerNode);
+  size_t with_step = 0;
+  for (const RankSummary& r : d.ranks) with_step += r.last_step == 400 + r.rank % 7;
+  CHECK(with_step == d.ranks.size());
+}

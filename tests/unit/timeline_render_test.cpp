@@ -1,9 +1,12 @@
 // The timeline's views (render/timeline_render.h) and the per-rank summaries they draw.
 #include <sys/time.h>
 
+#include <sstream>
+
 #include <catch2/catch.hpp>
 
 #include "firstfault/app/pipeline.h"
+#include "firstfault/render/render.h"
 #include "firstfault/render/timeline_render.h"
 #include "test_support.h"
 
@@ -123,4 +126,23 @@ TEST_CASE_METHOD(Fixture, "timeline: log text in the page is text, never markup"
     CHECK(page.find("<img") == std::string::npos);
     CHECK_THAT(page, Catch::Contains("&lt;script&gt;"));
   }
+}
+
+TEST_CASE_METHOD(Fixture, "json: the streamed report is byte for byte the document dump, indented or not") {
+  // write_diagnosis_json() writes the per-rank rows one at a time (memory at 4,096 ranks);
+  // what it writes must be what dumping the whole document gives.
+  for (const char* name : {"nccl-allgather-uneven-batches", "cuda-oom", "generic-killed-sigkill"}) {
+    Diagnosis d = kb(name);
+    REQUIRE(d.ranks.size() >= 1);
+    for (int indent : {2, -1}) {
+      CAPTURE(name, indent);
+      std::ostringstream streamed;
+      write_diagnosis_json(d, lib, streamed, indent);
+      CHECK(streamed.str() == dump_json(diagnosis_to_json(d, lib), indent));
+    }
+  }
+  Diagnosis none = text("nothing happened here\n");
+  std::ostringstream streamed;
+  write_diagnosis_json(none, lib, streamed, 2);
+  CHECK(streamed.str() == dump_json(diagnosis_to_json(none, lib), 2));
 }
