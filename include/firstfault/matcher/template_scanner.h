@@ -62,11 +62,11 @@ class TemplateScanner {
 
  private:
   static constexpr size_t kMaxTemplateBytes = 2048;      // longer lines are scanned each time
-  static constexpr size_t kMaxArenaBytes = 2u << 20;     // template bytes kept
-  static constexpr size_t kMaxTemplates = 1u << 14;
+  static constexpr size_t kMaxArenaBytes = 1u << 20;     // template bytes kept
+  static constexpr size_t kMaxTemplates = 1u << 13;
   // Candidate patterns kept over all templates (each with a MatchMemo of ~150 bytes): lines that
   // wake dozens of patterns each would otherwise grow these lists without bound (issue 27).
-  static constexpr size_t kMaxPatternRefs = 1u << 14;
+  static constexpr size_t kMaxPatternRefs = 1u << 13;
   // A block where most lines are new templates (a log of unique lines) is not worth caching: the
   // next kBypassBlocks blocks are scanned directly, then caching is tried again.
   static constexpr int kBypassBlocks = 8;
