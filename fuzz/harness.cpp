@@ -1,10 +1,13 @@
 #include "harness.h"
 
+#include <archive.h>
+#include <archive_entry.h>
 #include <fmt/format.h>
 #include <sys/mman.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <cstring>
 #include <optional>
 #include <sstream>
 #include <nlohmann/json.hpp>
@@ -17,6 +20,7 @@
 #include "firstfault/correlator/correlator.h"
 #include "firstfault/matcher/matcher.h"
 #include "firstfault/matcher/template_scanner.h"
+#include "firstfault/reader/archive.h"
 #include "firstfault/reader/log_reader.h"
 #include "firstfault/render/ci_render.h"
 #include "firstfault/render/render.h"
@@ -375,6 +379,99 @@ std::string redact_one(const uint8_t* data, size_t size) {
     if (r.mask(seeded).find(sample.secret) != std::string::npos)
       return fmt::format("--redact={}: the {} value {} survived", redact_level_name(level), kind.name, sample.secret);
   }
+  return "";
+}
+
+namespace {
+
+// Writes `members` (a name line, then the content) as an archive in the format and compression
+// `selector` picks; returns the regular members written, or nullopt when libarchive refused an
+// entry (its writer is then no reference for what a reader must see: a zip's central directory
+// came out truncated). A member named "dir/" is a directory, "@link name" a symbolic link to its
+// content; one with no name is left out.
+std::optional<size_t> write_archive(uint8_t selector, const std::vector<sv>& members, std::string& out) {
+  struct archive* w = archive_write_new();
+  const int format = selector % 4;
+  if (format == 0) archive_write_set_format_ustar(w);
+  else if (format == 1) archive_write_set_format_pax_restricted(w);
+  else if (format == 2) archive_write_set_format_gnutar(w);
+  else archive_write_set_format_zip(w);
+  // Compression only where this libarchive writes it itself (an external program is no test).
+  if (format != 3 && (selector / 4) % 3 == 1 && archive_write_add_filter_gzip(w) != ARCHIVE_OK) archive_write_add_filter_none(w);
+  if (format != 3 && (selector / 4) % 3 == 2 && archive_write_add_filter_xz(w) != ARCHIVE_OK) archive_write_add_filter_none(w);
+  archive_write_set_bytes_in_last_block(w, 1);  // no zero padding after a zip's central directory
+  auto append = [](struct archive*, void* to, const void* buf, size_t n) -> la_ssize_t {
+    static_cast<std::string*>(to)->append(static_cast<const char*>(buf), n);
+    return static_cast<la_ssize_t>(n);
+  };
+  std::optional<size_t> regular = 0;
+  if (archive_write_open(w, &out, nullptr, append, nullptr) != ARCHIVE_OK) regular.reset();
+  if (regular) {
+    for (sv m : members) {
+      size_t nl = m.find('\n');
+      std::string name(m.substr(0, nl));
+      name.resize(std::strlen(name.c_str()));  // libarchive takes C strings: a name ends at a NUL
+      if (name.empty() || name == "@link ") continue;
+      sv content = nl == sv::npos ? sv() : m.substr(nl + 1);
+      struct archive_entry* e = archive_entry_new();
+      const bool link = name.rfind("@link ", 0) == 0, dir = !name.empty() && name.back() == '/';
+      archive_entry_set_pathname(e, link ? name.substr(6).c_str() : name.c_str());
+      archive_entry_set_perm(e, 0644);
+      archive_entry_set_mtime(e, 1700000000, 0);
+      if (link) {
+        archive_entry_set_filetype(e, AE_IFLNK);
+        archive_entry_set_symlink(e, std::string(content).c_str());
+      } else if (dir) {
+        archive_entry_set_filetype(e, AE_IFDIR);
+      } else {
+        archive_entry_set_filetype(e, AE_IFREG);
+        archive_entry_set_size(e, static_cast<la_int64_t>(content.size()));
+      }
+      const bool written = archive_write_header(w, e) == ARCHIVE_OK;
+      archive_entry_free(e);
+      if (!written) {
+        regular.reset();
+        break;
+      }
+      if (link || dir) continue;
+      if (!content.empty()) archive_write_data(w, content.data(), content.size());
+      ++*regular;
+    }
+    archive_write_close(w);
+  }
+  archive_write_free(w);
+  return regular;
+}
+
+}  // namespace
+
+std::string archive_one(const uint8_t* data, size_t size) {
+  if (size == 0) return "";
+  std::string bytes;
+  const std::optional<size_t> regular =
+      write_archive(data[0], split_files(sv(reinterpret_cast<const char*>(data) + 1, size - 1)), bytes);
+  MemFile f(bytes);
+  if (!f.ok()) return "";
+  const std::string path = f.path();
+  std::vector<std::string> listed;
+  std::string error;
+  const bool archive = list_archive_members(path, listed, error);
+  JobResult r = analyze_paths({path}, builtin_matcher(), {});
+  const Diagnosis& d = r.diagnosis;
+  size_t members_read = 0;
+  for (const InputSummary& in : d.inputs) {
+    if (in.path.rfind(path + "!", 0) == 0) ++members_read;
+    else if (in.path != path) return "an input that is neither the archive nor one of its members: " + in.path;
+  }
+  if (regular && *regular > 0 && !archive) return "an archive libarchive wrote does not read as one: " + error;
+  if (members_read > listed.size()) return fmt::format("{} members read, {} listed", members_read, listed.size());
+  if (regular && archive && error.empty() && listed.size() != *regular)
+    return fmt::format("{} regular members written, {} listed", *regular, listed.size());
+  nlohmann::json parsed = nlohmann::json::parse(dump_json(diagnosis_to_json(d, builtin_library())), nullptr, false);
+  if (parsed.is_discarded()) return "the JSON output does not parse";
+  TextStyle style;
+  style.verbose = true;
+  if (render_text(d, builtin_library(), style).find('\x1b') != std::string::npos) return "a member name or line drove the terminal";
   return "";
 }
 

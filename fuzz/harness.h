@@ -33,4 +33,11 @@ std::string render_one(const uint8_t* data, size_t size);
 // at any level that masks its kind.
 std::string redact_one(const uint8_t* data, size_t size);
 
+// Structure-aware archives: the first byte picks the format (ustar, pax, gnutar, zip) and the
+// compression (none, gzip, xz), the rest are members split at lines "---8<---" (a name line,
+// then the content; "dir/" a directory, "@link name" a symbolic link) written with libarchive.
+// The archive is diagnosed as a job: every member read is named archive!member, the tar and zip
+// members listed are the ones written, the JSON parses, no escape reaches the plain text.
+std::string archive_one(const uint8_t* data, size_t size);
+
 }  // namespace firstfault::fuzz

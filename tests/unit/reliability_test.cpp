@@ -942,7 +942,8 @@ TEST_CASE("fuzz regressions: every saved input passes its harness") {
                                                 {"attribution", fuzz::attribution_one},
                                                 {"signatures", fuzz::signatures_one},
                                                 {"diagnose", fuzz::diagnose_one},
-                                                {"render", fuzz::render_one}};
+                                                {"render", fuzz::render_one},
+                                                {"archive", fuzz::archive_one}};
   const std::string edges[] = {"", std::string(1, '\0'), "\n", "\r", "\x1f\x8b", "\x28\xb5\x2f\xfd", "BZh9",
                                "\xfd" "7zXZ", "[rank", "id:\n", "patterns:\n  - name: [", "\n---8<---\n"};
   size_t replayed = 0;
