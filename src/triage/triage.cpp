@@ -158,33 +158,34 @@ void run_files(const JobSpec& spec, const Matcher& matcher, const AnalyzeOptions
   if (res.rec.verdict != "error") res.diagnosis = std::move(r.diagnosis);
 }
 
-// Analyses the jobs of one archive in a single pass over it.
+// Analyses the jobs of one archive in a single pass over it. A job is finished, and its
+// correlator freed, as soon as its last member has been read: an archive of 100,000 tiny members
+// kept 25,000 correlators alive (2 GB) when every job waited for the end of the archive.
+// `job_done(slot)` is called once each job's output is in `results`, so the writer can emit and
+// free it while the archive is still being read.
 void run_archive(const std::vector<const JobSpec*>& jobs, const Matcher& matcher, const AnalyzeOptions& ao,
                  std::vector<std::unique_ptr<JobOutput>>& results, const std::vector<size_t>& slots, bool want_json,
-                 bool redact) {
+                 bool redact, const std::function<void(size_t slot)>& job_done) {
   const std::string& path = jobs.front()->archive;
   std::map<std::string, size_t> member_job;  // member -> index into jobs
   for (size_t i = 0; i < jobs.size(); ++i)
     for (const auto& m : jobs[i]->members) member_job[m] = i;
   struct State {
-    std::unique_ptr<Correlator> corr;
+    std::unique_ptr<Correlator> corr;  // made at the job's first member, freed when it is finished
     std::vector<InputSummary> inputs;
+    size_t members_left = 0;
+    bool finished = false;
   };
   std::vector<State> st(jobs.size());
-  for (auto& s : st) s.corr = std::make_unique<Correlator>(matcher.library(), ao.tables);
-  Status archive = for_each_archive_member(path, [&](const std::string& name, struct archive* a) {
-    auto it = member_job.find(name);
-    if (it == member_job.end()) return;
-    State& s = st[it->second];
-    InputSummary sum;
-    sum.path = path + "!" + normalize_member_name(name);  // as diagnose names it
-    read_member(a, name, static_cast<uint32_t>(s.inputs.size()), matcher, ao, *s.corr, sum);
-    s.inputs.push_back(sum);
-  });
-  std::string archive_error = archive.ok() ? "" : archive.message();
-  for (size_t i = 0; i < jobs.size(); ++i) {
-    st[i].corr->set_inputs(st[i].inputs);
-    Diagnosis d = st[i].corr->finish();
+  for (size_t i = 0; i < jobs.size(); ++i) st[i].members_left = jobs[i]->members.size();
+  std::string archive_error;
+  auto finish_job = [&](size_t i) {
+    State& s = st[i];
+    s.finished = true;
+    if (!s.corr) s.corr = std::make_unique<Correlator>(matcher.library(), ao.tables);
+    s.corr->set_inputs(s.inputs);
+    Diagnosis d = s.corr->finish();
+    s.corr.reset();
     JobRecord rec = record_of(jobs[i]->id, d);
     for (const auto& in : d.inputs)
       if (!in.error.empty() && rec.error.empty()) rec.error = in.path + ": " + in.error;
@@ -199,7 +200,23 @@ void run_archive(const std::vector<const JobSpec*>& jobs, const Matcher& matcher
     out.rec = std::move(rec);
     if (!(out.rec.verdict == "error" && d.inputs.empty())) out.diagnosis = std::move(d);
     if (!redact) finish_output(out, nullptr, want_json, matcher.library());
-  }
+    job_done(slots[i]);
+  };
+  Status archive = for_each_archive_member(path, [&](const std::string& name, struct archive* a) {
+    auto it = member_job.find(name);
+    if (it == member_job.end() || st[it->second].finished) return;
+    State& s = st[it->second];
+    if (!s.corr) s.corr = std::make_unique<Correlator>(matcher.library(), ao.tables);
+    InputSummary sum;
+    sum.path = path + "!" + normalize_member_name(name);  // as diagnose names it
+    read_member(a, name, static_cast<uint32_t>(s.inputs.size()), matcher, ao, *s.corr, sum);
+    s.inputs.push_back(sum);
+    // A member the damage cut short is not the job's last word: it is finished at the end, with the archive's error.
+    if (--s.members_left == 0 && sum.error.empty()) finish_job(it->second);
+  });
+  archive_error = archive.ok() ? "" : archive.message();
+  for (size_t i = 0; i < jobs.size(); ++i)
+    if (!st[i].finished) finish_job(i);
 }
 
 std::string severity_rank(const std::string& s) {
@@ -660,7 +677,17 @@ int run_triage(const TriageOptions& o, std::ostream& out) {
         if (!jobs[item[0]].archive.empty()) {
           std::vector<const JobSpec*> js;
           for (size_t i : item) js.push_back(&jobs[i]);
-          run_archive(js, matcher, ao, results, item, want_json, redact);
+          // Each job is handed to the writer as it is finished, not when the whole archive is.
+          run_archive(js, matcher, ao, results, item, want_json, redact, [&](size_t slot) {
+            {
+              std::lock_guard<std::mutex> lock(mu);
+              done[slot] = true;
+              bytes_done += results[slot]->rec.bytes;
+              ++finished;
+            }
+            cv.notify_all();
+          });
+          continue;
         } else {
           size_t i = item[0];
           const JobSpec& spec = jobs[i];

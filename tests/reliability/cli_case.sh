@@ -274,6 +274,25 @@ YAML
     expect_err "firstfault: $tmp/runs looks like 3 jobs (3 folders each hold their own rank-0 log); use \`firstfault triage $tmp/runs\` to diagnose each"
     run diagnose "$tmp/runs/job-a"
     expect_rc 0; expect_no_err ;;
+  many_members_archive)
+    # A tar of 10,000 one-line members (2,500 jobs of 4 ranks, one of them a CUDA OOM): each job
+    # is finished, written and freed as soon as its last member is read. Keeping every job open
+    # to the end of the archive cost about 20 KB per member (232 MB here, 2 GB at 100,000).
+    limit=${FIRSTFAULT_RSS_LIMIT_MB:-100}
+    mkdir -p "$tmp/m"
+    for j in $(seq 0 2499); do
+      mkdir "$tmp/m/job-$j"
+      for r in 0 1 2 3; do printf '[rank%d]: step 1 loss 2.0\n' "$r" > "$tmp/m/job-$j/rank$r.log"; done
+    done
+    oom 2 >> "$tmp/m/job-1234/rank2.log"
+    tar cf "$tmp/m.tar" -C "$tmp/m" .
+    /usr/bin/time -f '%M' -o "$tmp/rss" "$bin" triage --format jsonl "$tmp/m.tar" > "$tmp/out" 2> "$tmp/err"; rc=$?
+    rss_kb=$(tail -n 1 "$tmp/rss")
+    jobs=$(grep -c '"type":"job"' "$tmp/out")
+    [ "$jobs" = 2500 ] || fail "$jobs jobs written, expected 2500"
+    grep -F '"job":"' "$tmp/out" | grep -F 'job-1234' | grep -qF '"id":"cuda-oom"' || fail "job-1234 is not the CUDA OOM: $(grep -F job-1234 "$tmp/out" | head -c 300)"
+    echo "triage of 10,000 members: peak RSS $(( rss_kb / 1024 )) MiB"
+    [ "$rss_kb" -lt $(( limit * 1024 )) ] || fail "peak RSS $(( rss_kb / 1024 )) MiB exceeds $limit MiB" ;;
   *) echo "unknown case $case"; exit 2 ;;
 esac
 [ $status = 0 ] && echo "ok: $case"
