@@ -183,9 +183,10 @@ void run_archive(const std::vector<const JobSpec*>& jobs, const Matcher& matcher
     State& s = st[i];
     s.finished = true;
     if (!s.corr) s.corr = std::make_unique<Correlator>(matcher.library(), ao.tables);
-    s.corr->set_inputs(s.inputs);
+    s.corr->set_inputs(std::move(s.inputs));
     Diagnosis d = s.corr->finish();
     s.corr.reset();
+    s.inputs = {};  // moved out: nothing of a finished job stays here
     JobRecord rec = record_of(jobs[i]->id, d);
     for (const auto& in : d.inputs)
       if (!in.error.empty() && rec.error.empty()) rec.error = in.path + ": " + in.error;
