@@ -163,14 +163,15 @@ sv without_trailing_blanks(sv s) {
   return s;
 }
 
-// Whether `row` was broken by a greedy word wrap at `width` before `next`: `next` is the rest of
-// it (no record of its own, not indented: code and frames are) and its first word would not
-// have fitted on `row`.
-bool word_wrapped(sv row, sv next, size_t width) {
-  if (row.empty() || next.empty() || next[0] == ' ' || next[0] == '\t') return false;
-  size_t word = next.find(' ');
-  size_t with_word = code_points(without_trailing_blanks(row)) + 1 + code_points(next.substr(0, word));
-  return with_word > width && continues(row, next);
+// How `next` follows `row` in a text word-wrapped at `width`: as a line of its own (a record, an
+// indented line: code and frames are), as the rest of a row broken where its first word would
+// not fit (a wrap), or as the rest of a row that word would have fitted on (a log's own
+// multi-line message, which is no wrap).
+enum class Follows { kOwnLine, kWrapped, kWouldHaveFitted };
+Follows follows(sv row, sv next, size_t width) {
+  if (row.empty() || next.empty() || next[0] == ' ' || next[0] == '\t' || !continues(row, next)) return Follows::kOwnLine;
+  size_t with_word = code_points(without_trailing_blanks(row)) + 1 + code_points(next.substr(0, next.find(' ')));
+  return with_word > width ? Follows::kWrapped : Follows::kWouldHaveFitted;
 }
 }  // namespace
 
@@ -184,21 +185,20 @@ size_t word_wrap_width(sv block) {
     lines.push_back(line);
   });
   if (widest < 60 || widest > 400) return 0;
-  // Rows that go on in a line of words: broken where the next word would not fit (a wrap), or
-  // where it would have (a log's own multi-line message, which is no wrap).
   size_t wrapped = 0, not_wrapped = 0, kept_space = 0, short_of_width = 0;
   for (size_t i = 0; i + 1 < lines.size(); ++i) {
     sv row = lines[i], next = lines[i + 1];
-    if (row.empty() || next.empty() || next[0] == ' ' || next[0] == '\t' || !continues(row, next)) continue;
     // A word as long as a third of the width fits on no row: its line proves nothing (a list
     // of long names, one per line, as Horovod's stalled-ops report prints them).
     if (code_points(next.substr(0, next.find(' '))) * 3 > widest) continue;
-    if (word_wrapped(row, next, widest)) {
-      ++wrapped;
-      kept_space += row.back() == ' ';
-      short_of_width += code_points(row) < widest_raw;
-    } else {
-      ++not_wrapped;
+    switch (follows(row, next, widest)) {
+      case Follows::kOwnLine: break;
+      case Follows::kWrapped:
+        ++wrapped;
+        kept_space += row.back() == ' ';
+        short_of_width += code_points(row) < widest_raw;
+        break;
+      case Follows::kWouldHaveFitted: ++not_wrapped; break;
     }
   }
   // Two wrapped rows at least when the wrap kept its spaces (a trailing blank shows it), three
@@ -232,7 +232,7 @@ bool repair_paste(sv block, bool remnants, size_t width, std::string& out, bool 
       changed = changed || stripped.size() != text.size();
       text = stripped;
     }
-    if (wrapped && (words ? word_wrapped(previous, text, width) : continues(previous, text))) {
+    if (wrapped && (words ? follows(previous, text, width) == Follows::kWrapped : continues(previous, text))) {
       changed = true;
       if (words && previous.back() != ' ') joined.push_back(' ');
     } else {

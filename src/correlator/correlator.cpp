@@ -57,13 +57,13 @@ CorrelatorTables::CorrelatorTables(const Library& lib, std::vector<size_t> tail_
     }
   for (size_t i = 0; i < lib.patterns.size(); ++i)
     if (as_root[i]) consequence[i] = cascade[i] = false;
-  mark_counted_only(lib);
   for (size_t i = 0; i < lib.patterns.size(); ++i) {
     const auto& caps = lib.patterns[i].capture_names;
     has_step[i] = std::find(caps.begin(), caps.end(), "step") != caps.end();
     own_timeout[i] = is_nccl_timeout_def(lib, i);
     if (own_timeout[i]) essential[i] = true;
   }
+  mark_counted_only(lib);  // after `essential` is whole: an essential pattern keeps its events
 }
 
 // A pattern that entries name only in `absent:` (progress that rules out a hang at start-up) is
@@ -784,8 +784,11 @@ void Correlator::absorb(Correlator&& later, uint64_t line_offset) {
     }
     const bool later_tail_full = lrs.tail.size() >= kTailLines;
     append_tail(*rs, lrs, line_offset);
-    if (large_job_tails_ && !digest_tail_progress(*rs, attributor) && later_tail_full) rs->progress_at_end = false;
-    if (large_job_tails_) trim_tail(*rs, kLargeJobTailLines);
+    if (large_job_tails_) {
+      // Sixteen lines of this part without progress: the rank's progress is no longer at its end.
+      if (!digest_tail_progress(*rs, attributor) && later_tail_full) rs->progress_at_end = false;
+      trim_tail(*rs, kLargeJobTailLines);
+    }
   }
   shorten_tails_of_large_job(attributor);
   unranked_.lines += later.unranked_.lines;

@@ -1,4 +1,3 @@
-#include "firstfault/util/resident.h"
 #include "firstfault/matcher/prefilter.h"
 
 #include <spdlog/spdlog.h>
@@ -12,6 +11,8 @@
 #include <optional>
 #include <sstream>
 #include <string>
+
+#include "firstfault/util/resident.h"
 
 #ifdef FIRSTFAULT_HAVE_HYPERSCAN
 #include <hs/hs.h>

@@ -1,4 +1,3 @@
-#include "firstfault/util/resident.h"
 #include "firstfault/signatures/loader.h"
 
 #include <yaml-cpp/yaml.h>
@@ -14,6 +13,7 @@
 #include "firstfault/attribution/line_attributor.h"
 #include "firstfault/signatures/embedded.h"
 #include "firstfault/signatures/snapshot.h"
+#include "firstfault/util/resident.h"
 #include "firstfault/util/strings.h"
 
 namespace firstfault {

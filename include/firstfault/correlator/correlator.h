@@ -137,8 +137,10 @@ class Correlator {
   // A rank's last few lines, newest last: where the progress patterns look at the end.
   static constexpr size_t kTailLines = 16;
   static constexpr size_t kTailLineBytes = 256;
-  static constexpr size_t kLargeJobRanks = 1024;     // beyond, a merged rank keeps only
-  static constexpr size_t kLargeJobTailLines = 4;    // kLargeJobTailLines (progress read first)
+  // A job of more than kLargeJobRanks ranks keeps kLargeJobTailLines per rank (a merged rank's
+  // progress is read from its longer tail before it is cut: shorten_tails_of_large_job()).
+  static constexpr size_t kLargeJobRanks = 1024;
+  static constexpr size_t kLargeJobTailLines = 4;
   struct TailLine {
     std::string text;
     std::string_view pending;  // set: the line, not yet copied into text (settle_tails())
