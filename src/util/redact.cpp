@@ -237,6 +237,14 @@ bool accept_flag_value(const Match& m) {
   return !none_like(m.value) && m.value.front() != '-' && !std::all_of(m.value.begin(), m.value.end(), is_digit);
 }
 bool accept_random_value(const Match& m) { return !none_like(m.value) && looks_random(m.value); }
+// A PEM body line: base64 with both cases and digits, denser than hex can be (a hex digest, at most
+// 4 bits a character, is left alone).
+bool accept_pem_body_line(const Match& m) {
+  const std::string_view v = m.value;
+  bool up = std::any_of(v.begin(), v.end(), is_upper), low = std::any_of(v.begin(), v.end(), is_lower),
+       digit = std::any_of(v.begin(), v.end(), is_digit);
+  return up && low && digit && entropy(v) >= 4.3;
+}
 bool accept_path_user(const Match& m) { return m.value != "." && m.value != ".."; }
 bool accept_prefix_host(const Match& m) { return m.value.size() >= 2; }
 
@@ -494,6 +502,18 @@ std::vector<Kind> key_material_kinds() {
        kSecret,
        {R"((-----BEGIN [A-Z0-9 ]*PRIVATE KEY(?: BLOCK)?-----(?s:.*?)(?:-----END [A-Z0-9 ]*PRIVATE KEY(?: BLOCK)?-----|$)))"},
        nullptr, kNoLearn, true, nullptr},
+      {{"pem-body-line", "PEM blocks", {},
+        "a line of a PEM body on its own, without its BEGIN line in the text (a key printed one line per log record): 64 base64 characters, the width PEM fixes, dense enough not to be a hex digest",
+        "RFC 7468 §2 (base64 lines of exactly 64 characters but the last)",
+        {{"[rank0]: MIIEvQIBADANBgkqhkiG9w0BAQEFAASCBKcwggSjAgEAAoIBAQC7VJTUt9Us8cKj",
+          "MIIEvQIBADANBgkqhkiG9w0BAQEFAASCBKcwggSjAgEAAoIBAQC7VJTUt9Us8cKj"},
+         {"k3Lm9QpR2sT8vW1xY4zA6bC0dE5fG7hJ+nP/qU3rS9tV2wX8yZ1aB4cD6eF0gH7i", "k3Lm9QpR2sT8vW1xY4zA6bC0dE5fG7hJ+nP/qU3rS9tV2wX8yZ1aB4cD6eF0gH7i"}},
+        {"sha256: e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855",
+         "AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA",
+         "/scratch/run/checkpoints/global_step1000/mp_rank_00_model_states.pt"}},
+       kSecret,
+       {R"((?m)(?:^|[\s:>|\]"'])([A-Za-z0-9+/]{64})(?:["']|\\n|[ \t]*$))"},
+       accept_pem_body_line, kNoLearn, true, nullptr},
       {{"secret-high-entropy", "high-entropy values after secret-like keys", {},
         "a generated-looking value (32+ hex digits, or mixed case with digits and 3.5+ bits/char) after a credential-like name: *AUTH*, *CREDENTIAL*, *COOKIE*, *SIGNATURE*, *SALT*, *PASSPHRASE*, *PRIVATE*, *LICENSE*, *_KEY",
         "the gitleaks and detect-secrets approach (a keyword, then an entropy threshold on the value)",
