@@ -443,12 +443,31 @@ size_t p_c10_header(sv s, Attribution& a) {
   return close + 2;
 }
 
+// The date of a glog header after its severity letter: "MMDD", or "YYYYMMDD" since glog 0.7
+// (log_year_in_prefix, default on: "E20260613 09:46:52.048179 15282 file.cc:12] ", Mooncake's
+// client among others). Its length (4 or 8), 0 if neither.
+size_t glog_date_len(sv s) {
+  if (digits_at(s, 1, 8) && s.size() > 9 && s[9] == ' ') return 8;
+  if (digits_at(s, 1, 4) && s.size() > 5 && s[5] == ' ') return 4;
+  return 0;
+}
+
+void set_glog_time(Attribution& a, sv s, size_t date_len, unsigned h, unsigned mi, unsigned sec, unsigned ms) {
+  if (date_len == 4) return set_month_day_time(a, num(s, 1, 2), num(s, 3, 2), h, mi, sec, ms);
+  unsigned year = num(s, 1, 4), mon = num(s, 5, 2), day = num(s, 7, 2);
+  if (year >= 1970 && mon >= 1 && mon <= 12 && day >= 1 && day <= 31) {
+    a.time.kind = Timestamp::kFull;
+    a.time.ms = make_ms(year, mon, day, h, mi, sec, ms);
+  }
+}
+
 // glog / torch python glog-style: "W0801 13:23:17.366000 32974 path.py:900] "
 size_t p_glog(sv s, Attribution& a) {
-  if (s.size() < 25 || !is_severity_letter(s[0], false) || !digits_at(s, 1, 4) || s[5] != ' ') return 0;
+  size_t date_len = s.size() < 25 || !is_severity_letter(s[0], false) ? 0 : glog_date_len(s);
+  if (!date_len) return 0;
   unsigned h, mi, sec, ms = 0;
-  if (!hms_at(s, 6, h, mi, sec)) return 0;
-  size_t i = 14;
+  if (!hms_at(s, date_len + 2, h, mi, sec)) return 0;
+  size_t i = date_len + 10;
   if (i < s.size() && s[i] == '.') i += 1 + frac_at(s, i + 1, ms);
   if (i >= s.size() || s[i] != ' ') return 0;
   // glog right-aligns the thread id in a field of width 5 ("E0611 10:22:31.123456   482 file.cc:12] ").
@@ -459,7 +478,7 @@ size_t p_glog(sv s, Attribution& a) {
   i += n;
   size_t close = find_near(s, "] ", i, 200);
   if (close == sv::npos) return 0;
-  set_month_day_time(a, num(s, 1, 2), num(s, 3, 2), h, mi, sec, ms);
+  set_glog_time(a, s, date_len, h, mi, sec, ms);
   a.pid = pid;
   a.fatal = a.fatal || s[0] == 'F';
   a.severity = s[0];
@@ -874,11 +893,14 @@ namespace {
 // Every prefix parser, by the id an AttributionPlan records.
 enum Parser : uint8_t {
   kStreamTag, kBareSgr, kBracketRank, kC10Header, kBracketTime, kOmpi, kKubePrefix, kDmesg, kRay, kCri, kIsoPlain,
-  kSlurmLabel, kPdsh, kNccl, kGlog, kSyslog, kVllm, kPylogDefault, kCaretSgr, kCompose, kIsoSyslog, kParserCount
+  kSlurmLabel, kPdsh, kNccl, kGlog, kSyslog, kVllm, kPylogDefault, kCaretSgr, kCompose, kIsoSyslog, kIndent, kParserCount
 };
+
+size_t p_indent(sv s);
 
 size_t run_parser(Parser p, sv s, Attribution& a, bool pdsh) {
   switch (p) {
+    case kIndent: return p_indent(s);
     case kStreamTag: return p_stream_tag(s, a);
     case kBareSgr: return p_bare_sgr(s, a);
     case kBracketRank: return p_bracket_rank(s, a);
@@ -903,6 +925,18 @@ size_t run_parser(Parser p, sv s, Attribution& a, bool pdsh) {
     case kParserCount: break;
   }
   return 0;
+}
+
+// A paste indented as a block (a commit message, a Markdown list item, a quoted e-mail):
+// " [rank3]: ValueError: ...". The spaces are a layer of their own only when a bracketed rank or
+// c10 header follows them, so the indented lines of a traceback itself ("  [Previous line
+// repeated 996 more times]") keep the indentation that makes them continuation lines.
+size_t p_indent(sv s) {
+  size_t n = 0;
+  while (n < s.size() && n < 8 && s[n] == ' ') ++n;
+  if (n == 0 || n >= s.size() || s[n] != '[') return 0;
+  Attribution scratch;
+  return p_bracket_rank(s.substr(n), scratch) || p_c10_header(s.substr(n), scratch) ? n : 0;
 }
 
 // A recorded layer again, on a line of the same digit template (the bytes that are not digits are
@@ -952,16 +986,17 @@ size_t replay_parser(Parser p, sv s, Attribution& a, bool pdsh, size_t recorded)
       a.severity = s[1];
       return recorded;
     }
-    case kGlog: {  // "W0801 13:23:17.366000 32974 path.py:900] "
+    case kGlog: {  // "W0801 13:23:17.366000 32974 path.py:900] " (or "W20250801 ...")
+      const size_t date_len = glog_date_len(s);
       unsigned h, mi, sec, ms = 0;
-      if (!hms_at(s, 6, h, mi, sec)) return 0;
-      size_t i = 14;
+      if (!date_len || !hms_at(s, date_len + 2, h, mi, sec)) return 0;
+      size_t i = date_len + 10;
       if (s[i] == '.') i += 1 + frac_at(s, i + 1, ms);
       int64_t pid = 0;
       size_t p = i + 1;
       while (p < s.size() && s[p] == ' ') ++p;  // the thread id's padding: the same on every line of the template
       parse_uint(s.substr(p), pid);
-      set_month_day_time(a, num(s, 1, 2), num(s, 3, 2), h, mi, sec, ms);
+      set_glog_time(a, s, date_len, h, mi, sec, ms);
       a.pid = pid;
       a.fatal = a.fatal || s[0] == 'F';
       a.severity = s[0];
@@ -1000,6 +1035,7 @@ size_t candidates(char c, bool outermost, Parser* out) {
   } else if (c == ' ') {
     out[n++] = kSlurmLabel;
     out[n++] = kBracketTime;
+    if (outermost) out[n++] = kIndent;
   } else {
     if (outermost) out[n++] = kStreamTag;  // "node-1 [stderr] ...": a runner's envelope
     if (outermost) out[n++] = kCompose;    // "vllm-1  | ...": docker compose's envelope
