@@ -57,6 +57,32 @@ TEST_CASE("attribution: excepthook [rankN]: with a space, torchrun tee [defaultN
   CHECK(c.local_rank == 3);
 }
 
+TEST_CASE("attribution: glog 0.7 headers carry the year (log_year_in_prefix)") {
+  auto a = attr("E20260613 09:46:52.048179 15282 real_client.cpp:5592] Failed to invoke batch_get_offload_object");
+  CHECK(ts(a) == "2026-06-13T09:46:52.048");
+  CHECK(a.severity == 'E');
+  CHECK(a.pid == 15282);
+  CHECK(a.body == "Failed to invoke batch_get_offload_object");
+  auto old = attr("E0613 09:46:52.048179 15282 real_client.cpp:5592] Failed");
+  CHECK(ts(old) == "--06-13T09:46:52.048");
+  // Eight digits that are no date leave the time unknown but still peel the header.
+  auto bad = attr("E20261399 09:46:52.048179 15282 real_client.cpp:5592] Failed");
+  CHECK(bad.body == "Failed");
+  CHECK(!bad.time.valid());
+}
+
+TEST_CASE("attribution: a block-indented paste keeps its rank prefix; a traceback's own bracket line keeps its indent") {
+  auto a = attr(" [rank3]: ValueError: torch.cat(): expected a non-empty list of Tensors");
+  CHECK(a.rank == 3);
+  CHECK(a.body == "ValueError: torch.cat(): expected a non-empty list of Tensors");
+  auto b = attr("    [rank12]:   File \"/work/train.py\", line 9, in <module>");
+  CHECK(b.rank == 12);
+  CHECK(b.body == "  File \"/work/train.py\", line 9, in <module>");
+  auto c = attr("  [Previous line repeated 996 more times]");
+  CHECK(c.rank == -1);
+  CHECK(c.body == "  [Previous line repeated 996 more times]");
+}
+
 TEST_CASE("attribution: Slurm srun --label, right-aligned") {
   auto a = attr(" 3: Epoch 1 step 10");
   CHECK(a.rank == 3);
