@@ -81,10 +81,11 @@ void report_nothing_to_diagnose(const std::vector<std::string>& paths,
 namespace {
 
 // Loads the library or reports every problem on stderr; nullopt means exit 2.
-std::optional<Library> load_or_report(const CommonOptions& o, bool check_samples) {
+std::optional<Library> load_or_report(const CommonOptions& o, bool check_samples, bool keep_samples = true) {
   std::vector<LoadProblem> problems;
   LoadOptions lo;
   lo.check_samples = check_samples;
+  lo.keep_samples = keep_samples;
   Library lib = load_library(o.signature_dirs, problems, lo, !o.no_builtin);
   if (!problems.empty()) {
     for (const auto& p : problems) fmt::print(stderr, "{}\n", p.format());
@@ -97,7 +98,8 @@ std::optional<Library> load_or_report(const CommonOptions& o, bool check_samples
 
 std::optional<Library> load_for_run(const CommonOptions& o) {
   // Built-in samples are verified by `firstfault check` in CI; user libraries are checked here.
-  return load_or_report(o, !o.signature_dirs.empty());
+  // No run command reads the samples after that (they are `check`'s and `catalog`'s).
+  return load_or_report(o, !o.signature_dirs.empty(), false);
 }
 
 }  // namespace

@@ -135,6 +135,7 @@ void analyze_input(const InputSource& in, uint32_t index, const Matcher& matcher
         if (pdsh) attributor.enable_pdsh();
         LineFeed sink(matcher, *partial[p], attributor, index, sums[p]);
         sink.prefer_prefilter();
+        sink.share_bounds(parts);  // like the event budget: the threads together hold one cache
         ReadStats stats;
         status[p] = read_input_range(in, cuts[p], cuts[p + 1], sink, stats);
         bytes[p] = stats.bytes;

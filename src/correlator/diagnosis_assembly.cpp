@@ -84,15 +84,53 @@ Diagnosis Correlator::finish() {
   return d;
 }
 
+namespace {
+
+// Patterns named one by one in the dropped list; the rest are summed in one line, so that a log
+// that matches every pattern cannot make the note itself hundreds of KB (issue 27).
+constexpr size_t kListedDroppedPatterns = 8;
+
+struct DroppedPattern {
+  const std::string* name;
+  uint64_t stored, matched;
+};
+
+// The patterns that dropped the most lines, at most kListedDroppedPatterns, in the order they
+// were first noted; then "events of N more pattern(s)" with their totals.
+void list_dropped_patterns(const std::vector<DroppedPattern>& all, std::vector<std::string>& out) {
+  std::vector<size_t> by_loss(all.size());
+  for (size_t i = 0; i < all.size(); ++i) by_loss[i] = i;
+  auto loss = [&](size_t i) { return all[i].matched - std::min(all[i].stored, all[i].matched); };
+  std::stable_sort(by_loss.begin(), by_loss.end(), [&](size_t a, size_t b) { return loss(a) > loss(b); });
+  std::vector<bool> listed(all.size(), false);
+  for (size_t k = 0; k < std::min(all.size(), kListedDroppedPatterns); ++k) listed[by_loss[k]] = true;
+  uint64_t rest_stored = 0, rest_matched = 0;
+  for (size_t i = 0; i < all.size(); ++i) {
+    if (listed[i]) {
+      out.push_back(fmt::format("events of pattern {}: {} of {} matched line(s) stored", *all[i].name, all[i].stored,
+                                all[i].matched));
+    } else {
+      rest_stored += all[i].stored;
+      rest_matched += all[i].matched;
+    }
+  }
+  if (all.size() > kListedDroppedPatterns)
+    out.push_back(fmt::format("events of {} more pattern(s): {} of {} matched line(s) stored",
+                              all.size() - kListedDroppedPatterns, rest_stored, rest_matched));
+}
+
+}  // namespace
+
 // Every bound that dropped stored detail is named in the output, never silent
 // (docs/reliability.md); counts and line numbers stay exact past all of them.
 void Correlator::report_limits(Diagnosis& d) const {
   d.limits.truncated = limits_.truncated;
+  std::vector<DroppedPattern> patterns;
   for (const auto& name : limits_.dropped) {
     auto def = lib_.find_pattern(name);
-    d.limits.dropped.push_back(fmt::format("events of pattern {}: {} of {} matched line(s) stored", name,
-                                           def ? events_by_def_[*def].size() : 0, def ? count_by_def_[*def] : 0));
+    patterns.push_back({&name, def ? events_by_def_[*def].size() : 0, def ? count_by_def_[*def] : 0});
   }
+  list_dropped_patterns(patterns, d.limits.dropped);
   if (budget_dropped_ || budget_cut_)
     d.limits.dropped.push_back(fmt::format(
         "the {} MiB bound on stored event detail was reached: {} matched line(s) not stored, {} stored with their text "

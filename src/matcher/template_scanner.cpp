@@ -1,5 +1,6 @@
 #include "firstfault/matcher/template_scanner.h"
 
+#include <algorithm>
 #include <cstring>
 #include <optional>
 
@@ -311,7 +312,7 @@ int64_t TemplateScanner::find(uint64_t hash, std::string_view tmpl, EqualFn equa
 }
 
 int64_t TemplateScanner::insert(uint64_t hash, std::string_view tmpl) {
-  if (templates_.size() >= kMaxTemplates || arena_.size() + tmpl.size() > kMaxArenaBytes) return -1;
+  if (templates_.size() >= max_templates_ || arena_.size() + tmpl.size() > max_arena_bytes_) return -1;
   if (2 * (templates_.size() + 1) > table_.size()) grow();
   size_t mask = table_.size() - 1;
   size_t i = hash & mask;
@@ -335,6 +336,13 @@ void TemplateScanner::grow() {
     while (table_[i] != 0) i = (i + 1) & mask;
     table_[i] = static_cast<uint32_t>(k + 1);
   }
+}
+
+void TemplateScanner::share_bounds(size_t parts) {
+  parts = std::max<size_t>(parts, 1);
+  max_arena_bytes_ = kMaxArenaBytes / parts;
+  max_templates_ = kMaxTemplates / parts;
+  max_pattern_refs_ = kMaxPatternRefs / parts;
 }
 
 void TemplateScanner::reset() {
@@ -464,8 +472,8 @@ const std::vector<TemplateScanner::Line>& TemplateScanner::scan(const Prefilter&
     return scan_directly(prefilter, block);
   }
   // Limits are checked between blocks, so no line of this block points at a dropped slot.
-  if (reset_before_next_block_ || arena_.size() >= kMaxArenaBytes / 2 || templates_.size() >= kMaxTemplates / 2 ||
-      patterns_.size() >= kMaxPatternRefs / 2)
+  if (reset_before_next_block_ || arena_.size() >= max_arena_bytes_ / 2 || templates_.size() >= max_templates_ / 2 ||
+      patterns_.size() >= max_pattern_refs_ / 2)
     reset();
   lines_.clear();
   refs_.clear();
@@ -497,7 +505,7 @@ const std::vector<TemplateScanner::Line>& TemplateScanner::scan(const Prefilter&
       if (miss_slots_[k] < 0) continue;
       Template& s = templates_[static_cast<size_t>(miss_slots_[k])];
       auto [first, count] = miss_answer_[k];
-      if (patterns_.size() + count > kMaxPatternRefs) {
+      if (patterns_.size() + count > max_pattern_refs_) {
         s.first = kOverflow;
         s.miss = static_cast<uint32_t>(k);
         reset_before_next_block_ = true;

@@ -13,9 +13,10 @@
 namespace firstfault {
 namespace {
 
-// 4 MiB per window: the mapped pages count in the process's RSS until the window is unmapped,
-// so this bounds the memory a thread adds; larger windows saved nothing measurable.
-constexpr uint64_t kWindowBytes = 4ull << 20;
+// 1 MiB per window: the mapped pages count in the process's RSS until the window is unmapped,
+// so this bounds the memory a thread adds (4 MiB windows were 8 of a 64 MiB bound with two
+// threads, issue 27); larger windows saved nothing measurable.
+constexpr uint64_t kWindowBytes = 1ull << 20;
 
 // The window the calling thread is reading, for the SIGBUS handler. Written only by its own
 // thread; SIGBUS from a memory access is delivered to the thread that made it. Initial-exec

@@ -630,12 +630,22 @@ Library load_sources(const std::vector<SourceFile>& sources, std::vector<LoadPro
   return lib;
 }
 
+namespace {
+void drop_samples(Library& lib) {
+  for (PatternDef& p : lib.patterns) {
+    std::string().swap(p.description);
+    std::vector<std::string>().swap(p.positive);
+    std::vector<std::string>().swap(p.negative);
+  }
+}
+}  // namespace
+
 Library load_library(const std::vector<std::string>& extra_dirs, std::vector<LoadProblem>& problems,
                      const LoadOptions& options, bool include_builtin) {
   // The built-ins alone come from the snapshot the build validated (samples included). A caller
   // checking samples is validating (`check`), so it gets the YAML; so does a stale or bad snapshot.
   if (extra_dirs.empty() && include_builtin && !options.check_samples)
-    if (auto lib = deserialize_library(builtin_snapshot(), builtin_source_key())) {
+    if (auto lib = deserialize_library(builtin_snapshot(), builtin_source_key(), options.keep_samples)) {
       drop_embedded_pages(builtin_snapshot());  // copied into `lib`; not read again
       return std::move(*lib);
     }
@@ -677,6 +687,7 @@ Library load_library(const std::vector<std::string>& extra_dirs, std::vector<Loa
     }
   }
   lib.overrides.insert(lib.overrides.begin(), notes.begin(), notes.end());
+  if (!options.keep_samples) drop_samples(lib);  // checked above when asked; not read again
   return lib;
 }
 

@@ -99,6 +99,14 @@ class Reader {
     for (auto& s : v) s = str();
     return v;
   }
+  // Reads past a str() / strs() without allocating it.
+  void skip_str() {
+    size_t n = u32();
+    if (need(n)) p_ += n;
+  }
+  void skip_strs() {
+    for (size_t n = count(4); n > 0 && ok_; --n) skip_str();
+  }
   // Indices below `bound`.
   size_t index(size_t bound) {
     size_t i = u32();
@@ -198,15 +206,26 @@ void write_payload(Writer& w, const Library& lib) {
   }
 }
 
-bool read_payload(Reader& r, Library& lib) {
+// A pattern's description and sample lines, or nothing without `samples` (see LoadOptions).
+void read_samples(Reader& r, PatternDef& p, bool samples) {
+  if (!samples) {
+    r.skip_str();
+    r.skip_strs();
+    r.skip_strs();
+    return;
+  }
+  p.description = r.str();
+  p.positive = r.strs();
+  p.negative = r.strs();
+}
+
+bool read_payload(Reader& r, Library& lib, bool samples) {
   lib.patterns.resize(r.count(16));
   for (PatternDef& p : lib.patterns) {
     p.name = r.str();
     p.regex = r.str();
     if (!p.regex.empty()) p.re = LazyRegex(p.regex);
-    p.description = r.str();
-    p.positive = r.strs();
-    p.negative = r.strs();
+    read_samples(r, p, samples);
     p.loc = r.loc();
     p.capture_names = r.strs();
     if (!r.ok()) return false;
@@ -323,7 +342,7 @@ std::string serialize_library(const Library& lib, uint64_t source_key) {
   return w.out + payload.out;
 }
 
-std::optional<Library> deserialize_library(std::string_view blob, uint64_t source_key) {
+std::optional<Library> deserialize_library(std::string_view blob, uint64_t source_key, bool samples) {
   if (blob.size() < kSnapshotHeaderSize || std::memcmp(blob.data(), kMagic, sizeof kMagic) != 0) return std::nullopt;
   uint32_t format, reserved;
   uint64_t key, size, hash;
@@ -338,7 +357,7 @@ std::optional<Library> deserialize_library(std::string_view blob, uint64_t sourc
     return std::nullopt;
   Library lib;
   Reader r(payload);
-  if (!read_payload(r, lib)) return std::nullopt;
+  if (!read_payload(r, lib, samples)) return std::nullopt;
   return lib;
 }
 

@@ -217,16 +217,29 @@ std::string Watcher::input_path(uint32_t input) const {
   return input < inputs_.size() ? inputs_[input]->summary.path : "";
 }
 
-Diagnosis Watcher::snapshot() {
+void Watcher::give_inputs() {
   // The correlator names files through its input list; give it the current one.
   std::vector<InputSummary> summaries;
   summaries.reserve(inputs_.size());
   for (const auto& in : inputs_) summaries.push_back(in->summary);
   corr_.set_inputs(std::move(summaries));
+}
+
+Diagnosis Watcher::snapshot() {
+  if (final_) return *final_;
+  give_inputs();
   return corr_.snapshot();
 }
 
-Diagnosis Watcher::final_diagnosis() { return snapshot(); }
+Diagnosis Watcher::final_diagnosis() {
+  // No line comes after this: the correlator is finished in place rather than copied first (the
+  // copy doubled the stored detail at the very end), once.
+  if (!final_) {
+    give_inputs();
+    final_ = corr_.finish();
+  }
+  return *final_;
+}
 
 void Watcher::emit(std::string kind, std::string reason, Diagnosis d, std::optional<StallInfo> stall,
                    const AlertFn& on_alert) {
@@ -428,7 +441,7 @@ WatchEnd Watcher::run(const AlertFn& on_alert, const TickFn& on_tick) {
   scan_recent_progress(Clock::now());
   if (end == WatchEnd::kInputEnded) {
     // The log is complete now: judge it as `diagnose` would, and say so if that is news.
-    Diagnosis d = snapshot();
+    Diagnosis d = final_diagnosis();
     if (d.verdict == "diagnosed" && d.entry && alert_key(d) != last_key_) {
       std::string reason = alerted_ ? "input ended; " + describe_change(last_alerted_, d)
                                     : fmt::format("input ended: {} ({})", d.entry->title, d.entry->id);

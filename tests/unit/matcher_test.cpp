@@ -196,6 +196,33 @@ TEST_CASE("matcher: the template scanner gives the same candidates as a direct p
   CHECK(scanner.stats().scanned == 4);  // the second round and line 1 came from the cache
 }
 
+TEST_CASE("matcher: a template scanner reading one of N ranges of a file keeps 1/N of the cache") {
+  // Issue 27: each thread of a file read in parallel has its own scanner; together they hold
+  // one scanner's worth. Blocks of 100 new templates each (too few lines to be bypassed).
+  test::RepoEngine engine;
+  const Prefilter* pf = engine.matcher.prefilter(false);
+  if (!pf) return;
+  auto most_templates = [&](size_t parts) {
+    TemplateScanner scanner;
+    scanner.share_bounds(parts);
+    size_t most = 0;
+    for (int b = 0, i = 0; b < 60; ++b) {
+      std::string block;
+      for (int k = 0; k < 100; ++k, ++i) {
+        std::string word;
+        for (int v = i; v > 0 || word.empty(); v /= 26) word += static_cast<char>('a' + v % 26);
+        block += "[rank1]: worker " + word + " loaded shard " + word + "\n";
+      }
+      scanner.scan(*pf, block);
+      most = std::max(most, scanner.templates());
+    }
+    return most;
+  };
+  size_t whole = most_templates(1), half = most_templates(2);
+  CHECK(whole > 4000);
+  CHECK(half <= 2048 + 100);
+}
+
 TEST_CASE("matcher: the template scanner splits lines as memchr does, and a template has one id wherever its line ends") {
   test::RepoEngine engine;
   const Prefilter* pf = engine.matcher.prefilter(false);

@@ -784,6 +784,36 @@ TEST_CASE("bounds: events beyond kMaxEventsPerPattern are dropped from storage, 
   CHECK(f.text(d).find("Note: some detail was dropped at a bound") != std::string::npos);
 }
 
+TEST_CASE("bounds: the dropped note names the 8 patterns that dropped the most lines and sums the others") {
+  // Issue 27: past the event budget a log of every library sample dropped events of ~1,000
+  // patterns, each named in the note (200 KB of text in the output and in memory).
+  Fixture f;
+  std::string pad(1900, 'x');
+  std::string log;
+  for (int i = 0; i < 8192; ++i) log += "[rank7]: RuntimeError: CUDA error: an illegal memory access was encountered " + pad + "\n";
+  for (const PatternDef& p : f.lib.patterns)
+    if (!p.positive.empty())
+      for (int k = 0; k < 6; ++k) log += p.positive.front() + "\n";
+  JobResult r = f.run(log);
+  const std::vector<std::string>& dropped = r.diagnosis.limits.dropped;
+  size_t named = 0, summed = 0;
+  uint64_t most = 0;
+  for (const auto& note : dropped) {
+    if (note.rfind("events of pattern ", 0) == 0) {
+      ++named;
+      size_t of = note.find(" of ", note.find(": "));
+      most = std::max<uint64_t>(most, std::stoull(note.substr(of + 4)));
+    }
+    if (note.rfind("events of ", 0) == 0 && note.find(" more pattern(s): ") != std::string::npos) ++summed;
+  }
+  CHECK(named == 8);
+  CHECK(summed == 1);
+  CHECK(most >= 8192);  // the patterns of the repeated line, which dropped the most, are named
+  nlohmann::json j = f.json(r.diagnosis);
+  CHECK(j["dropped"].size() == dropped.size());
+  CHECK(f.text(r.diagnosis).size() < 20000);
+}
+
 TEST_CASE("bounds: stored event detail has one byte budget for the job, and every rank keeps its first event") {
   // Issue 27: per-pattern caps multiply (4,096 events x 2 KiB x every pattern). Past
   // kEventBudget only a pattern's first events and each rank's first event of a pattern are

@@ -149,6 +149,45 @@ TEST_CASE("snapshot: diagnoses of every example log are identical to the YAML li
   CHECK(logs >= yaml.entries.size());
 }
 
+// The run commands (diagnose, timeline, watch, triage) load the library without what only
+// `check`, `catalog` and `explain` read (issue 27: ~2 MB of a 64 MiB bound); nothing else differs.
+void drop_samples(Library& lib) {
+  for (PatternDef& p : lib.patterns) {
+    p.description.clear();
+    p.positive.clear();
+    p.negative.clear();
+  }
+}
+
+TEST_CASE("snapshot: without samples the library lacks only descriptions and sample lines") {
+  auto full = deserialize_library(builtin_snapshot(), builtin_source_key());
+  auto lean = deserialize_library(builtin_snapshot(), builtin_source_key(), false);
+  REQUIRE(full);
+  REQUIRE(lean);
+  size_t samples = 0;
+  for (const PatternDef& p : full->patterns) samples += p.positive.size() + p.negative.size();
+  CHECK(samples > 1000);
+  for (const PatternDef& p : lean->patterns) {
+    INFO(p.name);
+    CHECK(p.description.empty());
+    CHECK(p.positive.empty());
+    CHECK(p.negative.empty());
+  }
+  drop_samples(*full);
+  require_same(*lean, *full);
+  // The same from the YAML (a --signatures directory), and from load_library() for the snapshot.
+  std::vector<LoadProblem> problems;
+  LoadOptions lo;
+  lo.keep_samples = false;
+  Library yaml = load_library({test::source_dir() + "/signatures"}, problems, lo);  // samples checked, then dropped
+  REQUIRE(problems.empty());
+  CHECK(yaml.patterns.size() == lean->patterns.size());
+  for (const PatternDef& p : yaml.patterns) CHECK((p.description.empty() && p.positive.empty() && p.negative.empty()));
+  lo.check_samples = false;
+  Library builtin = load_library({}, problems, lo);
+  require_same(builtin, *lean);
+}
+
 TEST_CASE("snapshot: a library with overrides and null ranks round-trips") {
   test::TempDir dir;
   std::ifstream in(test::source_dir() + "/signatures/memory/cuda-oom.yaml");

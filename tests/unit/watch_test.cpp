@@ -122,6 +122,7 @@ class Run {
     std::lock_guard<std::mutex> lock(mu_);
     return notices_;
   }
+  Watcher& watcher() { return *watcher_; }  // after stop()
 
  private:
   std::atomic<bool> stop_{false};
@@ -186,6 +187,31 @@ TEST_CASE("watch: the alert for a root event arrives within a second, and the ca
   auto all = run.alerts();
   CHECK(std::count_if(all.begin(), all.end(), [](const Run::Got& g) { return g.alert.kind == "failure"; }) == 1);
   for (size_t i = 1; i < all.size(); ++i) CHECK(all[i].alert.seq == all[i - 1].alert.seq + 1);
+}
+
+TEST_CASE("watch: the last diagnosis keeps the whole event budget and is worked out once") {
+  // Issue 27: halving the live correlator's budget (its snapshots copy it) would have saved
+  // 8 MB on the hostile log but changed its collateral list; the final diagnosis is instead
+  // finished in place, without a copy, and kept.
+  test::TempDir dir;
+  std::string pad(1900, 'x'), log;
+  constexpr uint64_t kLines = 8192;
+  for (uint64_t i = 0; i < kLines; ++i) log += "[rank7]: RuntimeError: CUDA error: an illegal memory access was encountered " + pad + "\n";
+  WatchConfig cfg;
+  cfg.paths = {dir.write("train.log", log)};
+  Run run(cfg);
+  REQUIRE(run.wait_status([&](const WatchStatus& s) { return s.lines == kLines; }, 60000ms));
+  run.stop();
+  Diagnosis d = run.watcher().final_diagnosis();
+  bool whole = false;
+  for (const auto& note : d.limits.dropped)
+    whole |= note.find(fmt::format("the {} MiB bound on stored event detail was reached", kEventBudget >> 20)) == 0;
+  CHECK(whole);
+  REQUIRE(d.entry);
+  Diagnosis again = run.watcher().final_diagnosis();
+  REQUIRE(again.entry);
+  CHECK(again.entry->id == d.entry->id);
+  CHECK(again.limits.dropped == d.limits.dropped);
 }
 
 TEST_CASE("watch: a Kubeflow PyTorchJob's pod logs are numbered as diagnose numbers them (worker-N is rank N+1)") {

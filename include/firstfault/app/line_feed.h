@@ -42,6 +42,11 @@ class LineFeed : public BlockSink {
 
   // The input is known to be large: use the prefilter from the first block.
   void prefer_prefilter() { prefer_prefilter_ = true; }
+  // The input is one of `parts` ranges of a file read at once: keep that share of the caches.
+  void share_bounds(size_t parts) {
+    templates_.share_bounds(parts);
+    unescaped_templates_.share_bounds(parts);
+  }
 
  private:
   // The patterns a line may match, from the prefilter (TemplateScanner::Line), or all of them.

@@ -59,6 +59,9 @@ class TemplateScanner {
   size_t templates() const { return templates_.size(); }
   // Changes whenever template ids are given afresh (the cache was reset).
   uint64_t generation() const { return stats_.resets; }
+  // This scanner reads one of `parts` ranges of a file at the same time as the others (one per
+  // thread): it keeps that share of the cache, so the threads together hold one scanner's worth.
+  void share_bounds(size_t parts);
 
  private:
   static constexpr size_t kMaxTemplateBytes = 2048;      // longer lines are scanned each time
@@ -67,6 +70,8 @@ class TemplateScanner {
   // Candidate patterns kept over all templates (each with a MatchMemo of ~150 bytes): lines that
   // wake dozens of patterns each would otherwise grow these lists without bound (issue 27).
   static constexpr size_t kMaxPatternRefs = 1u << 13;
+  // The bounds this scanner applies: the above, or a share of them (share_bounds()).
+  size_t max_arena_bytes_ = kMaxArenaBytes, max_templates_ = kMaxTemplates, max_pattern_refs_ = kMaxPatternRefs;
   // A block where most lines are new templates (a log of unique lines) is not worth caching: the
   // next kBypassBlocks blocks are scanned directly, then caching is tried again.
   static constexpr int kBypassBlocks = 8;
@@ -74,7 +79,7 @@ class TemplateScanner {
   int bypass_ = 0;
   const std::vector<Line>& scan_directly(const Prefilter& prefilter, std::string_view block);
   static constexpr uint32_t kPending = UINT32_MAX;       // scanned in this block, answer not in yet
-  // Its candidates did not fit under kMaxPatternRefs: this block's lines use the prefilter's
+  // Its candidates did not fit under max_pattern_refs_: this block's lines use the prefilter's
   // answer (Template::miss) and the next block starts with an empty cache.
   static constexpr uint32_t kOverflow = UINT32_MAX - 1;
   bool reset_before_next_block_ = false;

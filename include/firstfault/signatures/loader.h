@@ -22,6 +22,9 @@ struct SourceFile {
 
 struct LoadOptions {
   bool check_samples = true;  // run positive/negative sample lines (cheap; always on by default)
+  // Keep each pattern's description and positive/negative samples. Only `check`, `catalog` and
+  // `explain` read them; the run commands drop them (~2 MB of a 64 MiB bound, issue 27).
+  bool keep_samples = true;
 };
 
 // Builds a library from the embedded files plus the files under `extra_dirs` (which override

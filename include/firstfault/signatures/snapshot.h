@@ -29,7 +29,8 @@ uint64_t snapshot_hash(std::string_view bytes, uint64_t seed = 0);
 std::string serialize_library(const Library& lib, uint64_t source_key);
 
 // Nullopt for anything but a well-formed snapshot of this format and source key (so the caller
-// falls back to the YAML); never reads out of bounds, whatever the bytes.
-std::optional<Library> deserialize_library(std::string_view blob, uint64_t source_key);
+// falls back to the YAML); never reads out of bounds, whatever the bytes. Without `samples`,
+// patterns come without their description and sample lines (LoadOptions::keep_samples).
+std::optional<Library> deserialize_library(std::string_view blob, uint64_t source_key, bool samples = true);
 
 }  // namespace firstfault

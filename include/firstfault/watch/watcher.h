@@ -96,7 +96,8 @@ class Watcher : private FollowSink, private LineObserver {
   // alert and on_tick after every poll round, both on this thread.
   WatchEnd run(const AlertFn& on_alert, const TickFn& on_tick = {});
 
-  // The diagnosis of everything read so far, judged as a finished log (after run()).
+  // The diagnosis of everything read so far, judged as a finished log (after run(); no line is
+  // read after it: the correlator is finished in place).
   Diagnosis final_diagnosis();
   WatchStatus status() const;
   // Notices for stderr collected since the last call (unreadable paths, skipped files).
@@ -141,6 +142,7 @@ class Watcher : private FollowSink, private LineObserver {
   int clock_rank(int rank) const;
   void progress(int rank, int64_t step, std::string_view text, uint32_t input, uint64_t line_no, Clock::time_point at);
   void scan_recent_progress(Clock::time_point now);
+  void give_inputs();
   Diagnosis snapshot();
   void consider(Diagnosis d, Clock::time_point now, const AlertFn& on_alert);
   void flush_pending(const AlertFn& on_alert);
@@ -163,6 +165,7 @@ class Watcher : private FollowSink, private LineObserver {
   Diagnosis last_alerted_;
   uint64_t entry_shown_in_ = 0;  // the alert that last showed last_alerted_'s entry in full
   std::optional<Diagnosis> pending_;  // a change not yet alerted (update_interval)
+  std::optional<Diagnosis> final_;    // final_diagnosis(): the correlator is finished
   Clock::time_point last_alert_at_{};
   Clock::time_point last_snapshot_at_{};
   Clock::time_point backlog_since_{};
