@@ -72,15 +72,22 @@ TEST_CASE("attribution: glog 0.7 headers carry the year (log_year_in_prefix)") {
 }
 
 TEST_CASE("attribution: a block-indented paste keeps its rank prefix; a traceback's own bracket line keeps its indent") {
-  auto a = attr(" [rank3]: ValueError: torch.cat(): expected a non-empty list of Tensors");
-  CHECK(a.rank == 3);
-  CHECK(a.body == "ValueError: torch.cat(): expected a non-empty list of Tensors");
-  auto b = attr("    [rank12]:   File \"/work/train.py\", line 9, in <module>");
-  CHECK(b.rank == 12);
-  CHECK(b.body == "  File \"/work/train.py\", line 9, in <module>");
-  auto c = attr("  [Previous line repeated 996 more times]");
-  CHECK(c.rank == -1);
-  CHECK(c.body == "  [Previous line repeated 996 more times]");
+  struct Case {
+    std::string_view line;
+    int rank;
+    std::string_view body;
+  };
+  const Case cases[] = {
+      {" [rank3]: ValueError: torch.cat(): expected a non-empty list of Tensors", 3,
+       "ValueError: torch.cat(): expected a non-empty list of Tensors"},
+      {"    [rank12]:   File \"/work/train.py\", line 9, in <module>", 12, "  File \"/work/train.py\", line 9, in <module>"},
+      {"  [Previous line repeated 996 more times]", -1, "  [Previous line repeated 996 more times]"},
+  };
+  for (const Case& c : cases) {
+    Attribution a = attr(c.line);
+    CHECK(a.rank == c.rank);
+    CHECK(a.body == c.body);
+  }
 }
 
 TEST_CASE("attribution: Slurm srun --label, right-aligned") {
