@@ -53,16 +53,23 @@ sv trim_cr(sv line) { return !line.empty() && line.back() == '\r' ? line.substr(
 
 }  // namespace
 
+// A no-break space (U+00A0): what a log copied from a rendered web page (a GitHub issue, a
+// forum) has instead of its spaces; nothing a program prints to a terminal uses it.
+constexpr sv kNoBreakSpace = "\xC2\xA0";
+
 bool has_escape_remnants(sv text) {
   for (sv intro : kIntroducers)
     if (text.find(intro) != sv::npos) return true;
+  if (text.find(kNoBreakSpace) != sv::npos) return true;
   // The reset that ends every coloured span, with its ESC dropped (not a real escape's).
   for (size_t at = text.find("[0m"); at != sv::npos; at = text.find("[0m", at + 1))
     if (at == 0 || text[at - 1] != '\x1b') return true;
   return false;
 }
 
-void strip_escape_remnants(sv line, std::string& out) {
+namespace {
+// The colour escapes written out as text (see kIntroducers), removed.
+void strip_colour_remnants(sv line, std::string& out) {
   size_t i = 0;
   while (i < line.size()) {
     const char* p = static_cast<const char*>(std::memchr(line.data() + i, '[', line.size() - i));
@@ -82,6 +89,14 @@ void strip_escape_remnants(sv line, std::string& out) {
     out.append(line.substr(i, from - i));
     i = from + n;
   }
+}
+}  // namespace
+
+void strip_escape_remnants(sv line, std::string& out) {
+  const size_t start = out.size();
+  strip_colour_remnants(line, out);
+  for (size_t at = out.find(kNoBreakSpace, start); at != std::string::npos; at = out.find(kNoBreakSpace, at + 1))
+    out.replace(at, kNoBreakSpace.size(), " ");
 }
 
 bool begins_record(sv line) {

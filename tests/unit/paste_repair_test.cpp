@@ -115,7 +115,7 @@ TEST_CASE("a repaired paste keeps its line count: a continuation becomes an empt
   CHECK_FALSE(repair_paste(unchanged, true, 0, out));
 }
 
-TEST_CASE("every example log, hard-wrapped by a terminal or with its colours written out, gets the same diagnosis") {
+TEST_CASE("every example log, hard-wrapped by a terminal, with its colours written out, or copied from a web page, gets the same diagnosis") {
   test::RepoEngine engine;
   test::TempDir dir;
   size_t logs = 0;
@@ -140,6 +140,10 @@ TEST_CASE("every example log, hard-wrapped by a terminal or with its colours wri
     CAPTURE(f.path().filename().string());
     std::string path = dir.write("coloured.log", coloured);
     CHECK(entry_and_rank(analyze_paths({path}, engine.matcher, {}).diagnosis) == want);
+    // Copied from a rendered page: every space a no-break space (U+00A0).
+    std::string copied;
+    for (char c : text) copied += c == ' ' ? std::string("\xC2\xA0") : std::string(1, c);
+    CHECK(entry_and_rank(analyze_paths({dir.write("copied.log", copied)}, engine.matcher, {}).diagnosis) == want);
   }
   CHECK(logs > 250);
 }

@@ -12,11 +12,11 @@
 
 namespace firstfault {
 
-// Whether `text` holds colour escapes written out as text.
+// Whether `text` holds colour escapes written out as text, or no-break spaces (U+00A0).
 bool has_escape_remnants(std::string_view text);
 
-// `line` without its escape remnants (appended to `out`); real ESC sequences are left for
-// strip_ansi().
+// `line` without its escape remnants (appended to `out`), and with the no-break spaces a copy
+// from a rendered web page leaves as plain spaces; real ESC sequences are left for strip_ansi().
 void strip_escape_remnants(std::string_view line, std::string& out);
 
 // The column at which the block's lines were hard-wrapped, or 0: the longest line length (in
