@@ -95,8 +95,17 @@ void strip_colour_remnants(sv line, std::string& out) {
 void strip_escape_remnants(sv line, std::string& out) {
   const size_t start = out.size();
   strip_colour_remnants(line, out);
-  for (size_t at = out.find(kNoBreakSpace, start); at != std::string::npos; at = out.find(kNoBreakSpace, at + 1))
-    out.replace(at, kNoBreakSpace.size(), " ");
+  // One pass over what was appended, each no-break space written as one space.
+  size_t w = start;
+  for (size_t r = start; r < out.size(); ++r) {
+    if (out.compare(r, kNoBreakSpace.size(), kNoBreakSpace) == 0) {
+      out[w++] = ' ';
+      r += kNoBreakSpace.size() - 1;
+    } else {
+      out[w++] = out[r];
+    }
+  }
+  out.resize(w);
 }
 
 bool begins_record(sv line) {

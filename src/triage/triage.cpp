@@ -179,11 +179,14 @@ void run_archive(const std::vector<const JobSpec*>& jobs, const Matcher& matcher
   std::vector<State> st(jobs.size());
   for (size_t i = 0; i < jobs.size(); ++i) st[i].members_left = jobs[i]->members.size();
   std::string archive_error;
+  auto correlator_of = [&](State& s) -> Correlator& {
+    if (!s.corr) s.corr = std::make_unique<Correlator>(matcher.library(), ao.tables);
+    return *s.corr;
+  };
   auto finish_job = [&](size_t i) {
     State& s = st[i];
     s.finished = true;
-    if (!s.corr) s.corr = std::make_unique<Correlator>(matcher.library(), ao.tables);
-    s.corr->set_inputs(std::move(s.inputs));
+    correlator_of(s).set_inputs(std::move(s.inputs));
     Diagnosis d = s.corr->finish();
     s.corr.reset();
     s.inputs = {};  // moved out: nothing of a finished job stays here
@@ -207,10 +210,9 @@ void run_archive(const std::vector<const JobSpec*>& jobs, const Matcher& matcher
     auto it = member_job.find(name);
     if (it == member_job.end() || st[it->second].finished) return;
     State& s = st[it->second];
-    if (!s.corr) s.corr = std::make_unique<Correlator>(matcher.library(), ao.tables);
     InputSummary sum;
     sum.path = path + "!" + normalize_member_name(name);  // as diagnose names it
-    read_member(a, name, static_cast<uint32_t>(s.inputs.size()), matcher, ao, *s.corr, sum);
+    read_member(a, name, static_cast<uint32_t>(s.inputs.size()), matcher, ao, correlator_of(s), sum);
     s.inputs.push_back(sum);
     // A member the damage cut short is not the job's last word: it is finished at the end, with the archive's error.
     if (--s.members_left == 0 && sum.error.empty()) finish_job(it->second);
@@ -665,6 +667,16 @@ int run_triage(const TriageOptions& o, std::ostream& out) {
     // the job the writer waits for was taken before any worker can block here).
     const size_t window = 32 * static_cast<size_t>(workers);
     size_t emitted = 0;  // guarded by mu
+    // A job's output is in `results`: the writer may emit it.
+    auto mark_done = [&](size_t slot) {
+      {
+        std::lock_guard<std::mutex> lock(mu);
+        done[slot] = true;
+        bytes_done += results[slot] ? results[slot]->rec.bytes : 0;
+        ++finished;
+      }
+      cv.notify_all();
+    };
     auto worker = [&] {
       for (;;) {
         size_t k = next.fetch_add(1);
@@ -679,16 +691,7 @@ int run_triage(const TriageOptions& o, std::ostream& out) {
           std::vector<const JobSpec*> js;
           for (size_t i : item) js.push_back(&jobs[i]);
           // Each job is handed to the writer as it is finished, not when the whole archive is.
-          run_archive(js, matcher, ao, results, item, want_json, redact, [&](size_t slot) {
-            {
-              std::lock_guard<std::mutex> lock(mu);
-              done[slot] = true;
-              bytes_done += results[slot]->rec.bytes;
-              ++finished;
-            }
-            cv.notify_all();
-          });
-          continue;
+          run_archive(js, matcher, ao, results, item, want_json, redact, mark_done);
         } else {
           size_t i = item[0];
           const JobSpec& spec = jobs[i];
@@ -700,16 +703,8 @@ int run_triage(const TriageOptions& o, std::ostream& out) {
             run_files(spec, matcher, ao, res);
           }
           if (!redact) finish_output(res, nullptr, want_json, lib);
+          mark_done(i);
         }
-        {
-          std::lock_guard<std::mutex> lock(mu);
-          for (size_t i : item) {
-            done[i] = true;
-            bytes_done += results[i] ? results[i]->rec.bytes : 0;
-          }
-          finished += item.size();
-        }
-        cv.notify_all();
       }
     };
     bool show_progress = o.progress && ::isatty(STDERR_FILENO);

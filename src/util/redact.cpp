@@ -140,14 +140,18 @@ double entropy(std::string_view s) {
   return h;
 }
 
+// Upper- and lower-case letters and digits, all three: how generated secrets look.
+bool mixes_case_and_digits(std::string_view v) {
+  return std::any_of(v.begin(), v.end(), is_upper) && std::any_of(v.begin(), v.end(), is_lower) &&
+         std::any_of(v.begin(), v.end(), is_digit);
+}
+
 // Whether a value looks generated rather than written: a long hex string, or mixed-case letters
 // with digits and high entropy (base64 and friends). Names such as Llama-2-7b-hf rarely qualify.
 bool looks_random(std::string_view v) {
   if (v.size() >= 32 && std::all_of(v.begin(), v.end(), is_hex)) return true;
-  bool up = std::any_of(v.begin(), v.end(), is_upper), low = std::any_of(v.begin(), v.end(), is_lower),
-       digit = std::any_of(v.begin(), v.end(), is_digit);
   size_t seps = std::count_if(v.begin(), v.end(), [](char c) { return c == '-' || c == '.' || c == '/'; });
-  return up && low && digit && seps <= 2 && entropy(v) >= 3.5;
+  return mixes_case_and_digits(v) && seps <= 2 && entropy(v) >= 3.5;
 }
 
 // ---- IP addresses ----
@@ -239,12 +243,7 @@ bool accept_flag_value(const Match& m) {
 bool accept_random_value(const Match& m) { return !none_like(m.value) && looks_random(m.value); }
 // A PEM body line: base64 with both cases and digits, denser than hex can be (a hex digest, at most
 // 4 bits a character, is left alone).
-bool accept_pem_body_line(const Match& m) {
-  const std::string_view v = m.value;
-  bool up = std::any_of(v.begin(), v.end(), is_upper), low = std::any_of(v.begin(), v.end(), is_lower),
-       digit = std::any_of(v.begin(), v.end(), is_digit);
-  return up && low && digit && entropy(v) >= 4.3;
-}
+bool accept_pem_body_line(const Match& m) { return mixes_case_and_digits(m.value) && entropy(m.value) >= 4.3; }
 bool accept_path_user(const Match& m) { return m.value != "." && m.value != ".."; }
 bool accept_prefix_host(const Match& m) { return m.value.size() >= 2; }
 
