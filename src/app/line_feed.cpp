@@ -9,8 +9,12 @@
 namespace firstfault {
 
 namespace {
+// Where `body` starts within `seg`, when it is a view into it (else 0: a repaired copy).
+uint32_t body_within(std::string_view body, std::string_view seg) {
+  if (body.data() < seg.data() || body.data() > seg.data() + seg.size()) return 0;
+  return static_cast<uint32_t>(body.data() - seg.data());
+}
 constexpr uint64_t kPrefilterAfterBytes = 8ull << 20;
-
 }  // namespace
 
 LineFeed::LineFeed(const Matcher& matcher, Correlator& correlator, LineAttributor& attributor, uint32_t input,
@@ -214,6 +218,7 @@ void LineFeed::process_line(std::string_view line, const Potentials& pot, bool p
       ev.input = input_;
       ev.line = line_no;
       ev.text = std::string(seg);
+      ev.body_at = body_within(a.body, seg);
       ev.captures = matcher_.extract(ev.def, a.body, memo_of(ev.def));
       if (observer_) observer_->on_event(ev);
       corr_.add_event(std::move(ev));

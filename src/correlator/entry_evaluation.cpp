@@ -103,6 +103,13 @@ std::vector<Correlator::Hits> Correlator::evaluate_entries(const ErrorLines& err
   return all;
 }
 
+// The text a pattern reads on an event's line: past its rank/host/time prefix, as the matcher
+// read it, so that a last resort can anchor at the message's start ("^RuntimeError: ").
+static std::string_view body_of(const Event& ev) {
+  std::string_view text(ev.text);
+  return text.substr(std::min<size_t>(ev.body_at, text.size()));
+}
+
 // The root patterns of last-resort entries are not scanned on every line (Matcher): they are
 // read here on the job's error lines that are not harmless, once per line, as events of their own.
 // True when any was found.
@@ -121,7 +128,7 @@ bool Correlator::read_error_words(const ErrorLines& errors) {
       const RE2* re = lib_.patterns[ref.def].re.get();
       if (!re) continue;
       for (const Event* ev : lines)
-        if (RE2::PartialMatch(ev->text, *re)) {
+        if (RE2::PartialMatch(body_of(*ev), *re)) {
           Event word = *ev;
           word.def = ref.def;
           word.captures.clear();

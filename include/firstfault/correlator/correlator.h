@@ -44,6 +44,7 @@ struct Event {
   int64_t pid = -1;
   Timestamp time;
   uint32_t input = 0;
+  uint32_t body_at = 0;  // where the text past the line's rank/host/time prefix starts (0: unknown)
   uint64_t line = 0;
   uint64_t order = 0;  // arrival order across the whole job
   std::string text;
