@@ -353,7 +353,10 @@ Correlator::ErrorLines Correlator::error_lines() const {
   // exit): Python ignored it, so nothing in it, header to exception, fails anything.
   if (auto hdr = lib_.find_pattern("py_exception_ignored"))
     for (const Event& h : events_by_def_[*hdr])
-      if (const Event* closing = closing_exception(h)) mark_block(h, *closing);
+      if (const Event* closing = closing_exception(h)) {
+        mark_block(h, *closing);
+        e.ignored.push_back({h.input, h.rank, h.line, closing->line});
+      }
   // A traceback is one error, told by the exception that closes it (harmless when that is:
   // KeyboardInterrupt); its header counts on its own only where the paste lost the exception.
   if (auto hdr = lib_.find_pattern("py_traceback_header"))

@@ -49,6 +49,9 @@ std::vector<Correlator::Hits> Correlator::evaluate_entries(const ErrorLines& err
         // Any entry that reads the engine's error lines (a hang shown by an error) reads them as
         // the verdict does: a line known to be harmless is not one.
         if (ok && errors.is_error(ev) && errors.is_benign(ev) && is_error_line_def(e.refs[r].def)) ok = false;
+        // A finalizer's traceback that Python ignored ("Exception ignored in: ...") stopped
+        // nothing: an error in it is not what ended the job, for any entry.
+        if (ok && e.refs[r].role != Role::kContext && !errors.ignored.empty() && errors.in_ignored_block(ev)) ok = false;
         if (ok) h.by_ref[r].push_back(&ev);
       }
     }

@@ -208,8 +208,21 @@ class Correlator {
     std::vector<const Event*> lines;
     std::set<std::pair<uint32_t, uint64_t>> benign;    // (input, line)
     std::set<std::pair<uint32_t, uint64_t>> error_at;  // (input, line) of every error line
+    // The tracebacks Python printed under "Exception ignored in: ..." (input, rank, first and
+    // last line): nothing in them stopped the program, so no entry's root or cascade is read there.
+    struct Block {
+      uint32_t input;
+      int rank;
+      uint64_t from, to;
+    };
+    std::vector<Block> ignored;
     bool is_benign(const Event& ev) const { return benign.count({ev.input, ev.line}) > 0; }
     bool is_error(const Event& ev) const { return error_at.count({ev.input, ev.line}) > 0; }
+    bool in_ignored_block(const Event& ev) const {
+      return std::any_of(ignored.begin(), ignored.end(), [&](const Block& b) {
+        return b.input == ev.input && b.rank == ev.rank && ev.line >= b.from && ev.line <= b.to;
+      });
+    }
   };
   ErrorLines error_lines() const;
   void add_headless_tracebacks(ErrorLines& e, uint64_t window) const;
