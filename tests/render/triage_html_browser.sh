@@ -38,7 +38,7 @@ for day in range(1, 15):
 PY
 mkdir -p "$jobs/2026-11-14/broken" "$jobs/2026-11-14/<b>x"
 printf '\037\213\010\000broken' > "$jobs/2026-11-14/broken/rank.log.gz"
-printf '%s\n' '[rank1]: RuntimeError: </script><img src=x onerror=alert(1)>' > "$jobs/2026-11-14/<b>x/rank.log"
+printf '%s\n' '[rank1]: SystemError: </script><img src=x onerror=alert(1)>' > "$jobs/2026-11-14/<b>x/rank.log"
 
 "$ff" triage --format html --no-progress --job-depth 2 "$jobs" > "$out/triage.html" || true
 timeout 90 "$browser" --headless --no-sandbox --disable-gpu --hide-scrollbars --user-data-dir="$out/profile" \

@@ -361,7 +361,7 @@ TEST_CASE("correlator: an unrecognised error on one rank makes it the suspect; t
 TEST_CASE("correlator: the suspect of an unrecognised failure follows the clocks, and the same error everywhere is job-wide") {
   Fixture f;
   // Different errors, a minute apart: the first one is the suspect, whatever the print order.
-  Diagnosis d = f.run("2025-05-05 10:01:00 [rank1]: RuntimeError: peer vanished while reducing\n"
+  Diagnosis d = f.run("2025-05-05 10:01:00 [rank1]: SystemError: peer vanished while reducing\n"
                       "2025-05-05 10:00:00 [rank2]: DatasetError: bad row 17 in shard 3\n");
   REQUIRE(d.suspect);
   REQUIRE(d.suspect->rank);
@@ -374,7 +374,7 @@ TEST_CASE("correlator: the suspect of an unrecognised failure follows the clocks
   CHECK_FALSE(w.suspect->rank);
   CHECK(w.suspect->method == "job-wide");
   // Different messages printed within a second: the first printed, with the least confidence.
-  Diagnosis t = f.run("[rank1]: DatasetError: bad row 17 in shard 3\n[rank0]: RuntimeError: peer vanished while reducing\n");
+  Diagnosis t = f.run("[rank1]: DatasetError: bad row 17 in shard 3\n[rank0]: SystemError: peer vanished while reducing\n");
   REQUIRE(t.suspect);
   REQUIRE(t.suspect->rank);
   CHECK(*t.suspect->rank == 1);

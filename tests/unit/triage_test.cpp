@@ -260,7 +260,7 @@ TEST_CASE("triage: hostile job names and log lines stay text in every format, an
   // would run as a formula, and a log line with C1 CSI, BEL, bidi overrides, an Azure logging
   // command and Markdown that would render (issue 27).
   test::TempDir dir;
-  std::string hostile_line = "[rank0]: RuntimeError: \xc2\x9b" "31m\a ##vso[task.setvariable variable=x]1 \xe2\x80\xae" "evil "
+  std::string hostile_line = "[rank0]: SystemError: \xc2\x9b" "31m\a ##vso[task.setvariable variable=x]1 \xe2\x80\xae" "evil "
                              "<img src=x> @here `a|b` [l](http://x)\n";
   dir.write("jobs/x\n::warning::pwned/out.log", hostile_line);
   dir.write("jobs/=HYPERLINK(\"x\")/out.log", hostile_line);
