@@ -748,6 +748,17 @@ size_t p_compose(sv s, Attribution& a) {
   return bar + 2;
 }
 
+// pytest's failure report: the lines of the error it caught start with "E" and the source's
+// indentation ("E       AssertionError: ...", "E         File \"x.py\", line 3, in f"). The "E"
+// and its padding are a layer of their own, so the exception and frames inside it read as
+// they would unreported. At least two spaces: "E " alone starts ordinary text.
+size_t p_pytest_error(sv s) {
+  if (s.size() < 4 || s[0] != 'E' || s[1] != ' ' || s[2] != ' ') return 0;
+  size_t n = 1;
+  while (n < s.size() && s[n] == ' ') ++n;
+  return n < s.size() ? n : 0;
+}
+
 // NCCL: "host:pid:tid [dev] " (dev is the local CUDA device, not a rank)
 size_t p_nccl(sv s, Attribution& a) {
   // The host runs up to the first ':' and holds no ' ' or '[': stop at whichever comes first
@@ -893,7 +904,8 @@ namespace {
 // Every prefix parser, by the id an AttributionPlan records.
 enum Parser : uint8_t {
   kStreamTag, kBareSgr, kBracketRank, kC10Header, kBracketTime, kOmpi, kKubePrefix, kDmesg, kRay, kCri, kIsoPlain,
-  kSlurmLabel, kPdsh, kNccl, kGlog, kSyslog, kVllm, kPylogDefault, kCaretSgr, kCompose, kIsoSyslog, kIndent, kParserCount
+  kSlurmLabel, kPdsh, kNccl, kGlog, kSyslog, kVllm, kPylogDefault, kCaretSgr, kCompose, kIsoSyslog, kIndent, kPytestError,
+  kParserCount
 };
 
 size_t p_indent(sv s);
@@ -901,6 +913,7 @@ size_t p_indent(sv s);
 size_t run_parser(Parser p, sv s, Attribution& a, bool pdsh) {
   switch (p) {
     case kIndent: return p_indent(s);
+    case kPytestError: return p_pytest_error(s);
     case kStreamTag: return p_stream_tag(s, a);
     case kBareSgr: return p_bare_sgr(s, a);
     case kBracketRank: return p_bracket_rank(s, a);
@@ -1039,6 +1052,7 @@ size_t candidates(char c, bool outermost, Parser* out) {
   } else {
     if (outermost) out[n++] = kStreamTag;  // "node-1 [stderr] ...": a runner's envelope
     if (outermost) out[n++] = kCompose;    // "vllm-1  | ...": docker compose's envelope
+    if (outermost && c == 'E') out[n++] = kPytestError;  // "E       AssertionError: ..."
     if (is_severity_letter(c, false)) out[n++] = kGlog;
     if (is_upper(c))
       for (Parser p : {kSyslog, kVllm, kOmpi, kPylogDefault}) out[n++] = p;

@@ -451,6 +451,17 @@ TEST_CASE("attribution: docker compose's service prefix is an envelope naming th
   CHECK(attr("0 | model | Float16Module | 437 M").host.empty());
 }
 
+TEST_CASE("attribution: pytest's E column is a layer, so the error it reports reads as printed") {
+  CHECK(attr("E           AssertionError: (2, dict_keys([3, 0]))").body == "AssertionError: (2, dict_keys([3, 0]))");
+  CHECK(attr("E                         File \"/usr/lib/python3.12/concurrent/futures/_base.py\", line 449, in result").body ==
+        "File \"/usr/lib/python3.12/concurrent/futures/_base.py\", line 449, in result");
+  // Not the column: "E " starting a sentence, glog's E severity.
+  CHECK(attr("E stands for error").body == "E stands for error");
+  auto g = attr("E0105 23:50:34.026692   34204 thunk.cc:175] bad");
+  CHECK(g.severity == 'E');
+  CHECK(g.body == "bad");
+}
+
 TEST_CASE("attribution: RFC 3339 syslog (rsyslog's file format, journalctl -o short-iso) gives the host") {
   auto a = attr("2026-11-05T10:00:00.123456+00:00 gpu-a17 kernel: NVRM: Xid (PCI:0000:9a:00): 79, pid=4, name=python");
   CHECK(a.host == "gpu-a17");
