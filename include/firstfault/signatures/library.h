@@ -44,7 +44,7 @@ struct SourceLoc {
 // a small DFA per pattern, not 256 KiB each, and the patterns a log really exercises stay fast.
 inline constexpr int64_t kColdRegexMemory = int64_t{16} << 10;
 inline constexpr int64_t kHotRegexMemory = int64_t{256} << 10;
-inline constexpr int64_t kHotRegexPool = int64_t{5} << 20;
+inline constexpr int64_t kHotRegexPool = int64_t{8} << 20;
 inline constexpr uint32_t kHotRegexUses = 256;
 class LazyRegex {
  public:
