@@ -355,7 +355,8 @@ Correlator::ErrorLines Correlator::error_lines() const {
     for (const Event& h : events_by_def_[*hdr])
       if (const Event* closing = closing_exception(h)) {
         mark_block(h, *closing);
-        e.ignored.push_back({h.input, h.rank, h.line, closing->line});
+        uint64_t& to = e.ignored[{h.input, h.rank, h.line}];
+        to = std::max(to, closing->line);
       }
   // A traceback is one error, told by the exception that closes it (harmless when that is:
   // KeyboardInterrupt); its header counts on its own only where the paste lost the exception.

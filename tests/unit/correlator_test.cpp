@@ -290,10 +290,14 @@ TEST_CASE("correlator: Ray Train's process-group and worker-list lines map a Ray
 
 TEST_CASE("correlator: a glog/c10 line of severity F is a failure line whatever its text") {
   Fixture f;
-  Diagnosis g = f.run("step 1\nF0801 13:23:17.366000 32974 some/file.cc:90] Check failed: foo_ready\n");
+  Diagnosis g = f.run("step 1\nF0801 13:23:17.366000 32974 some/file.cc:90] foo_ready went away\n");
   CHECK(g.verdict == "unrecognized");
   REQUIRE(g.first_error);
   CHECK(g.first_error->line == 2);
+  // A failed CHECK says more: a native library's invariant broke (the last resort names it).
+  Diagnosis k = f.run("step 1\nF0801 13:23:17.366000 32974 some/file.cc:90] Check failed: foo_ready\n");
+  REQUIRE(k.entry);
+  CHECK(k.entry->id == "generic-error-message-check-failed");
   Diagnosis c = f.run("step 1\n[rank2]:[F1029 10:00:00.000000000 Thing.cpp:12] an invariant broke\n");
   CHECK(c.verdict == "unrecognized");
   REQUIRE(c.first_error);

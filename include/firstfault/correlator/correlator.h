@@ -10,6 +10,7 @@
 #include <set>
 #include <string>
 #include <string_view>
+#include <tuple>
 #include <unordered_map>
 #include <utility>
 #include <unordered_set>
@@ -208,20 +209,18 @@ class Correlator {
     std::vector<const Event*> lines;
     std::set<std::pair<uint32_t, uint64_t>> benign;    // (input, line)
     std::set<std::pair<uint32_t, uint64_t>> error_at;  // (input, line) of every error line
-    // The tracebacks Python printed under "Exception ignored in: ..." (input, rank, first and
-    // last line): nothing in them stopped the program, so no entry's root or cascade is read there.
-    struct Block {
-      uint32_t input;
-      int rank;
-      uint64_t from, to;
-    };
-    std::vector<Block> ignored;
+    // The tracebacks Python printed under "Exception ignored in: ..." ((input, rank, first line)
+    // -> last line): nothing in them stopped the program, so no entry's root or cascade is read
+    // there. Ordered, so a hostile log with thousands of them costs a lookup per event.
+    std::map<std::tuple<uint32_t, int, uint64_t>, uint64_t> ignored;
     bool is_benign(const Event& ev) const { return benign.count({ev.input, ev.line}) > 0; }
     bool is_error(const Event& ev) const { return error_at.count({ev.input, ev.line}) > 0; }
     bool in_ignored_block(const Event& ev) const {
-      return std::any_of(ignored.begin(), ignored.end(), [&](const Block& b) {
-        return b.input == ev.input && b.rank == ev.rank && ev.line >= b.from && ev.line <= b.to;
-      });
+      auto it = ignored.upper_bound({ev.input, ev.rank, ev.line});
+      if (it == ignored.begin()) return false;
+      --it;  // the last block of this input and rank that starts at or before the line
+      const auto& [input, rank, from] = it->first;
+      return input == ev.input && rank == ev.rank && ev.line >= from && ev.line <= it->second;
     }
   };
   ErrorLines error_lines() const;
