@@ -5,14 +5,15 @@
 
 #include <algorithm>
 #include <cstring>
+#include <optional>
 
 namespace firstfault {
 
 namespace {
-// Where `body` starts within `seg`, when it is a view into it (else 0: a repaired copy).
-uint32_t body_within(std::string_view body, std::string_view seg) {
-  if (body.data() < seg.data() || body.data() > seg.data() + seg.size()) return 0;
-  return static_cast<uint32_t>(body.data() - seg.data());
+// Where `body` starts within `text`, when it is a view into it (not when it is a repaired copy).
+std::optional<size_t> offset_within(std::string_view body, std::string_view text) {
+  if (body.data() < text.data() || body.data() > text.data() + text.size()) return std::nullopt;
+  return static_cast<size_t>(body.data() - text.data());
 }
 constexpr uint64_t kPrefilterAfterBytes = 8ull << 20;
 }  // namespace
@@ -181,8 +182,9 @@ void LineFeed::process_line(std::string_view line, const Potentials& pot, bool p
       // Offsets and memos from the prefilter are about the line given here (lines with escapes
       // come stripped by on_block()), so the body is a view into it; checked all the same, since
       // an offset into another buffer would be meaningless.
-      inside = a.body.data() >= line.data() && a.body.data() <= line.data() + line.size();
-      body_offset = inside ? static_cast<size_t>(a.body.data() - line.data()) : 0;
+      const std::optional<size_t> at = offset_within(a.body, line);
+      inside = at.has_value();
+      body_offset = at.value_or(0);
       matcher_.match_potentials(a.body, pot.patterns, inside ? pot.starts : nullptr, inside ? pot.memos : nullptr,
                                 pot.count, body_offset, hits_);
     }
@@ -218,7 +220,7 @@ void LineFeed::process_line(std::string_view line, const Potentials& pot, bool p
       ev.input = input_;
       ev.line = line_no;
       ev.text = std::string(seg);
-      ev.body_at = body_within(a.body, seg);
+      ev.body_at = static_cast<uint32_t>(offset_within(a.body, seg).value_or(0));
       ev.captures = matcher_.extract(ev.def, a.body, memo_of(ev.def));
       if (observer_) observer_->on_event(ev);
       corr_.add_event(std::move(ev));
