@@ -195,6 +195,7 @@ void LineFeed::process_line(std::string_view line, const Potentials& pot, bool p
     // So is an ERROR level (glog/c10 'E', or a logging level peeled with its prefix): an error
     // line, though not one that names a failure.
     if (error_level && std::find(hits_.begin(), hits_.end(), error_def_) == hits_.end()) hits_.push_back(error_def_);
+    SharedText text;  // one copy of the segment for all of its events, made by the first
     for (int def : hits_) {
       if (def == pdsh_def_) attr_.enable_pdsh();
       if (def == warning_stack_def_ && !under_warning(a.rank, line_no)) continue;
@@ -219,7 +220,8 @@ void LineFeed::process_line(std::string_view line, const Potentials& pot, bool p
       ev.time = a.time;
       ev.input = input_;
       ev.line = line_no;
-      ev.text = std::string(seg);
+      if (text.empty()) text = SharedText(seg);
+      ev.text = text;
       ev.body_at = static_cast<uint32_t>(offset_within(a.body, seg).value_or(0));
       ev.captures = matcher_.extract(ev.def, a.body, memo_of(ev.def));
       if (observer_) observer_->on_event(ev);

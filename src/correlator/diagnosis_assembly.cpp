@@ -133,9 +133,9 @@ void Correlator::report_limits(Diagnosis& d) const {
   list_dropped_patterns(patterns, d.limits.dropped);
   if (budget_dropped_ || budget_cut_)
     d.limits.dropped.push_back(fmt::format(
-        "the {} MiB bound on stored event detail was reached: {} matched line(s) not stored, {} stored with their text "
-        "cut to {} bytes",
-        kEventBudget >> 20, budget_dropped_, budget_cut_, kEventTextOverBudget));
+        "the {:.3g} MiB bound on stored event detail was reached: {} matched line(s) not stored, {} stored with their "
+        "text cut to {} bytes",
+        static_cast<double>(event_budget_) / (1 << 20), budget_dropped_, budget_cut_, kEventTextOverBudget));
   if (ranks_truncated_) {
     d.limits.truncated = true;
     d.limits.dropped.push_back(

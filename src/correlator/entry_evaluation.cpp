@@ -171,7 +171,7 @@ void Correlator::add_last_resort(std::vector<Hits>& all, const std::vector<Hits>
     for (const Event& ev : events_by_def_[def]) known.insert({ev.input, ev.line});
   const auto hedge_def = lib_.find_pattern("error_hedge_line");
   const RE2* hedge = hedge_def ? lib_.patterns[*hedge_def].re.get() : nullptr;
-  auto hedged = [&](const Event& ev) { return hedge && RE2::PartialMatch(ev.text, *hedge); };
+  auto hedged = [&](const Event& ev) { return hedge && RE2::PartialMatch(ev.text.view(), *hedge); };
   for (Hits& h : candidates) {
     h.first_root = nullptr;
     for (size_t r = 0; r < h.entry->refs.size(); ++r) {

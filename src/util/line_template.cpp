@@ -6,7 +6,7 @@
 
 namespace firstfault {
 
-std::string line_template(const std::string& raw) {
+std::string line_template(std::string_view raw) {
   // Masks what varies between occurrences of one message: hex, numbers, paths, addresses, hosts.
   static const RE2 kHex(R"(0x[0-9a-fA-F]+)");
   static const RE2 kIp(R"(\b\d{1,3}(?:\.\d{1,3}){3}(?::\d+|<\d+>)?)");

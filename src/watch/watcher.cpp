@@ -96,6 +96,10 @@ Watcher::Watcher(const Matcher& matcher, WatchConfig config)
       uint8_t k = r.role == Role::kContext ? 1 : 2;
       def_kind_[r.def] = std::max(def_kind_[r.def], k);
     }
+  // Each snapshot copies the live correlator, so two of it are alive at a snapshot's peak:
+  // watch keeps 4/7 of diagnose's event budget (4.3/7.4 MiB) to stay within the same 64 MiB
+  // (docs/reliability.md).
+  corr_.scale_event_budget(4, 7);
 }
 
 Watcher::~Watcher() = default;

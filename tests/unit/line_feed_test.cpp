@@ -25,7 +25,7 @@ class Recorder : public LineObserver {
   void on_line(const Attribution& a, std::string_view segment, uint32_t, uint64_t line_no) override {
     lines.push_back({std::string(segment), a.rank, line_no});
   }
-  void on_event(const Event& ev) override { events.push_back({ev.text, ev.rank, ev.line}); }
+  void on_event(const Event& ev) override { events.push_back({ev.text.str(), ev.rank, ev.line}); }
   std::vector<Seen> lines, events;
 };
 

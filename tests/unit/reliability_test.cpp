@@ -828,7 +828,7 @@ TEST_CASE("bounds: stored event detail has one byte budget for the job, and ever
     if (r != 1234) log += timeout(r, 77);
   JobResult res = f.run(log);
   const Diagnosis& d = res.diagnosis;
-  CHECK(any_contains(d.limits.dropped, fmt::format("the {} MiB bound on stored event detail was reached", kEventBudget >> 20)));
+  CHECK(any_contains(d.limits.dropped, fmt::format("the {:.3g} MiB bound on stored event detail was reached", static_cast<double>(kEventBudget) / (1 << 20))));
   REQUIRE(d.entry);
   CHECK(d.collateral.ranks.size() == kRanks - 1);  // every rank's timeout was kept
   REQUIRE(d.initiating.rank);

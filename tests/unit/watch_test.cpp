@@ -189,10 +189,10 @@ TEST_CASE("watch: the alert for a root event arrives within a second, and the ca
   for (size_t i = 1; i < all.size(); ++i) CHECK(all[i].alert.seq == all[i - 1].alert.seq + 1);
 }
 
-TEST_CASE("watch: the last diagnosis keeps the whole event budget and is worked out once") {
-  // Issue 27: halving the live correlator's budget (its snapshots copy it) would have saved
-  // 8 MB on the hostile log but changed its collateral list; the final diagnosis is instead
-  // finished in place, without a copy, and kept.
+TEST_CASE("watch: the last diagnosis is worked out once, within watch's share of the event budget") {
+  // Issue 27: each snapshot copies the live correlator, so watch keeps 4/7 of diagnose's event
+  // budget (the hostile log of docs/performance.md peaked at 72 MiB with the whole budget, 60 MiB
+  // with 4/7); the final diagnosis is finished in place, without a copy, and kept.
   test::TempDir dir;
   std::string pad(1900, 'x'), log;
   constexpr uint64_t kLines = 8192;
@@ -203,15 +203,42 @@ TEST_CASE("watch: the last diagnosis keeps the whole event budget and is worked 
   REQUIRE(run.wait_status([&](const WatchStatus& s) { return s.lines == kLines; }, 60000ms));
   run.stop();
   Diagnosis d = run.watcher().final_diagnosis();
-  bool whole = false;
-  for (const auto& note : d.limits.dropped)
-    whole |= note.find(fmt::format("the {} MiB bound on stored event detail was reached", kEventBudget >> 20)) == 0;
-  CHECK(whole);
+  bool bounded = false;
+  for (const auto& note : d.limits.dropped) bounded |= note.find("MiB bound on stored event detail was reached") != std::string::npos;
+  CHECK(bounded);
   REQUIRE(d.entry);
   Diagnosis again = run.watcher().final_diagnosis();
   REQUIRE(again.entry);
   CHECK(again.entry->id == d.entry->id);
   CHECK(again.limits.dropped == d.limits.dropped);
+}
+
+TEST_CASE("watch: a 4,000-rank job's timeouts fit watch's share of the event budget") {
+  // The job the budget is sized for (reliability: a log whose ranks claim thousands of
+  // different hosts): every rank but one times out; watch names the missing one, as diagnose does.
+  test::TempDir dir;
+  std::string log;
+  constexpr int kRanks = 4000;
+  for (int r = 0; r < kRanks; ++r)
+    if (r != 1234)
+      log += fmt::format(
+          "[pod/worker-{0}/main] [rank{0}]:[E1107 10:02:41.300000000 ProcessGroupNCCL.cpp:607] [Rank {0}] Watchdog "
+          "caught collective operation timeout: WorkNCCL(SeqNum=77, OpType=ALLREDUCE, NumelIn=1, NumelOut=1, "
+          "Timeout(ms)=600000) ran for 600071 milliseconds before timing out.\n",
+          r);
+  WatchConfig cfg;
+  cfg.paths = {dir.write("job.log", log)};
+  Run run(cfg);
+  REQUIRE(run.wait_status([&](const WatchStatus& s) { return s.lines == kRanks - 1; }, 60000ms));
+  run.stop();
+  Diagnosis d = run.watcher().final_diagnosis();
+  REQUIRE(d.entry);
+  REQUIRE(d.initiating.rank);
+  CHECK(*d.initiating.rank == 1234);
+  CHECK(d.collateral.ranks.size() == kRanks - 1);
+  // What watch's smaller share may drop is detail no decision reads (the generic error-line
+  // events past the budget), never a rank's timeout.
+  for (const auto& note : d.limits.dropped) CHECK(note.find("nccl_watchdog_timeout") == std::string::npos);
 }
 
 TEST_CASE("watch: a Kubeflow PyTorchJob's pod logs are numbered as diagnose numbers them (worker-N is rank N+1)") {

@@ -19,6 +19,7 @@
 #include "firstfault/attribution/line_attributor.h"
 #include "firstfault/correlator/diagnosis.h"
 #include "firstfault/signatures/library.h"
+#include "firstfault/util/shared_text.h"
 
 namespace firstfault {
 
@@ -29,9 +30,12 @@ inline constexpr size_t kMaxEventsPerPattern = 4096;
 // as they come (per-pattern cap aside); past it, only a pattern's first kMinEventsPerPattern
 // events and, for collective timeouts and cascades, the first event of each rank, texts cut to
 // kEventTextOverBudget, until kEventHardBudget. The cost counted is the heap's (event_cost()).
-// Counts stay exact; what was dropped is reported.
-inline constexpr size_t kEventBudget = size_t{12} << 20;
-inline constexpr size_t kEventHardBudget = size_t{20} << 20;
+// Counts stay exact; what was dropped is reported. A line's text is stored once for all the
+// patterns that match it (SharedText). 7.5/13 MiB keeps the timeouts of a 4,096-rank job that
+// desynchronised (tests/unit/scenario_test.cpp; 7/12 lost some) and holds a log that wakes
+// every pattern under 64 MiB (docs/performance.md).
+inline constexpr size_t kEventBudget = size_t{15} << 19;
+inline constexpr size_t kEventHardBudget = size_t{13} << 20;
 inline constexpr size_t kMinEventsPerPattern = 4;
 inline constexpr size_t kEventTextOverBudget = 160;
 inline constexpr size_t kMaxRanks = 1 << 17;
@@ -48,7 +52,7 @@ struct Event {
   uint32_t body_at = 0;  // where the text past the line's rank/host/time prefix starts (0: unknown)
   uint64_t line = 0;
   uint64_t order = 0;  // arrival order across the whole job
-  std::string text;
+  SharedText text;  // shared by the events of one line
   Captures captures;
 
   const std::string* capture(std::string_view name) const {
@@ -120,9 +124,11 @@ class Correlator {
   // This correlator reads one of `parts` ranges of a file at the same time as the others: it
   // gets that share of the job's event budget, so the job's bound holds while they all run
   // (absorb() applies the whole budget again when they are merged).
-  void share_event_budget(size_t parts) {
-    event_budget_ = kEventBudget / std::max<size_t>(parts, 1);
-    event_hard_budget_ = kEventHardBudget / std::max<size_t>(parts, 1);
+  void share_event_budget(size_t parts) { scale_event_budget(1, std::max<size_t>(parts, 1)); }
+  // `num`/`den` of both budgets (watch: its snapshots copy the correlator).
+  void scale_event_budget(size_t num, size_t den) {
+    event_budget_ = kEventBudget / den * num;
+    event_hard_budget_ = kEventHardBudget / den * num;
   }
 
   // Appends the state of a correlator that read the *following* part of the same input
