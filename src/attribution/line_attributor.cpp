@@ -461,15 +461,40 @@ void set_glog_time(Attribution& a, sv s, size_t date_len, unsigned h, unsigned m
   }
 }
 
+// The clock after a glog date: "HH:MM:SS[.frac]", or abseil's "00:00:<seconds since 1970>.<us>"
+// on a line logged before absl::InitializeLog() ran ("E0000 00:00:1725834192.702937  625990
+// collective_ops_utils.h:310] ...", XLA, JAX, TensorFlow). Where the clock ends, 0 when there is
+// none; the time goes to `t`.
+size_t glog_clock(sv s, size_t date_len, Timestamp& t) {
+  const size_t at = date_len + 2;
+  unsigned ms = 0;
+  if (date_len == 4 && s.compare(1, 4, "0000") == 0 && s.compare(at, 6, "00:00:") == 0) {
+    int64_t epoch = 0;
+    size_t n = parse_uint(s.substr(at + 6), epoch);
+    if (n < 9 || n > 11) return 0;
+    size_t i = at + 6 + n;
+    if (i < s.size() && s[i] == '.') i += 1 + frac_at(s, i + 1, ms);
+    t.kind = Timestamp::kFull;
+    t.ms = epoch * 1000 + ms;
+    return i;
+  }
+  unsigned h, mi, sec;
+  if (!hms_at(s, at, h, mi, sec)) return 0;
+  size_t i = date_len + 10;
+  if (i < s.size() && s[i] == '.') i += 1 + frac_at(s, i + 1, ms);
+  Attribution dated;
+  set_glog_time(dated, s, date_len, h, mi, sec, ms);
+  t = dated.time;
+  return i;
+}
+
 // glog / torch python glog-style: "W0801 13:23:17.366000 32974 path.py:900] "
 size_t p_glog(sv s, Attribution& a) {
   size_t date_len = s.size() < 25 || !is_severity_letter(s[0], false) ? 0 : glog_date_len(s);
   if (!date_len) return 0;
-  unsigned h, mi, sec, ms = 0;
-  if (!hms_at(s, date_len + 2, h, mi, sec)) return 0;
-  size_t i = date_len + 10;
-  if (i < s.size() && s[i] == '.') i += 1 + frac_at(s, i + 1, ms);
-  if (i >= s.size() || s[i] != ' ') return 0;
+  Timestamp time;
+  size_t i = glog_clock(s, date_len, time);
+  if (!i || i >= s.size() || s[i] != ' ') return 0;
   // glog right-aligns the thread id in a field of width 5 ("E0611 10:22:31.123456   482 file.cc:12] ").
   for (size_t pad = 0; i < s.size() && s[i] == ' ' && pad < 8; ++pad) ++i;
   int64_t pid = 0;
@@ -478,7 +503,7 @@ size_t p_glog(sv s, Attribution& a) {
   i += n;
   size_t close = find_near(s, "] ", i, 200);
   if (close == sv::npos) return 0;
-  set_glog_time(a, s, date_len, h, mi, sec, ms);
+  a.time = time;
   a.pid = pid;
   a.fatal = a.fatal || s[0] == 'F';
   a.severity = s[0];
@@ -1001,15 +1026,14 @@ size_t replay_parser(Parser p, sv s, Attribution& a, bool pdsh, size_t recorded)
     }
     case kGlog: {  // "W0801 13:23:17.366000 32974 path.py:900] " (or "W20250801 ...")
       const size_t date_len = glog_date_len(s);
-      unsigned h, mi, sec, ms = 0;
-      if (!date_len || !hms_at(s, date_len + 2, h, mi, sec)) return 0;
-      size_t i = date_len + 10;
-      if (s[i] == '.') i += 1 + frac_at(s, i + 1, ms);
+      Timestamp time;
+      size_t i = date_len ? glog_clock(s, date_len, time) : 0;
+      if (!i) return 0;
       int64_t pid = 0;
       size_t p = i + 1;
       while (p < s.size() && s[p] == ' ') ++p;  // the thread id's padding: the same on every line of the template
       parse_uint(s.substr(p), pid);
-      set_glog_time(a, s, date_len, h, mi, sec, ms);
+      a.time = time;
       a.pid = pid;
       a.fatal = a.fatal || s[0] == 'F';
       a.severity = s[0];

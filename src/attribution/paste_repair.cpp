@@ -14,8 +14,9 @@ namespace {
 using sv = std::string_view;
 
 // How an escape introducer was written out: syslog's octal "#033[", C/Python "\033[" and
-// "\x1b[", JSON "\u001b[", bash "\e[", caret notation "^[[".
-constexpr sv kIntroducers[] = {"#033[", "\\033[", "\\x1b[", "\\x1B[", "\\u001b[", "\\u001B[", "\\e[", "^[["};
+// "\x1b[", JSON "\u001b[", bash "\e[", caret notation "^[[", and the control's name "ESC[" (how
+// some viewers and web pages show the byte; vllm-project/vllm-gaudi#451).
+constexpr sv kIntroducers[] = {"#033[", "\\033[", "\\x1b[", "\\x1B[", "\\u001b[", "\\u001B[", "\\e[", "^[[", "ESC["};
 
 bool is_digit(char c) { return c >= '0' && c <= '9'; }
 bool is_letter(char c) { return (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z'); }

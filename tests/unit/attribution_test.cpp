@@ -71,6 +71,22 @@ TEST_CASE("attribution: glog 0.7 headers carry the year (log_year_in_prefix)") {
   CHECK(!bad.time.valid());
 }
 
+TEST_CASE("attribution: abseil's header before InitializeLog carries seconds since 1970 for its clock") {
+  // XLA/JAX/TensorFlow lines logged before absl::InitializeLog(): "E0000 00:00:<epoch>.<us>"
+  // (pytorch/xla#7974). The header is peeled and its E severity kept, so the line is an error.
+  auto a = attr("E0000 00:00:1725834192.702937  625990 collective_ops_utils.h:310] This thread has been waiting for 5000ms");
+  CHECK(a.severity == 'E');
+  CHECK(a.pid == 625990);
+  CHECK(a.body == "This thread has been waiting for 5000ms");
+  CHECK(ts(a) == "2024-09-08T22:23:12.702");
+  // A real MMDD of zero with an ordinary clock is still no date, and no epoch.
+  auto b = attr("E0000 10:22:31.123456 482 file.cc:12] x");
+  CHECK(b.body == "x");
+  CHECK(!b.time.valid());
+  // Too few digits for seconds since 1970: not this header.
+  CHECK(attr("E0000 00:00:17258.702937  625990 file.h:310] x").body != "x");
+}
+
 TEST_CASE("attribution: a block-indented paste keeps its rank prefix; a traceback's own bracket line keeps its indent") {
   struct Case {
     std::string_view line;

@@ -65,7 +65,7 @@ std::string entry_and_rank(const Diagnosis& d) {
 }  // namespace
 
 TEST_CASE("escape remnants written out as text are removed, real escapes and brackets are not") {
-  for (const char* intro : {"#033[", "\\033[", "\\x1b[", "\\x1B[", "\\u001b[", "\\e[", "^[["}) {
+  for (const char* intro : {"#033[", "\\033[", "\\x1b[", "\\x1B[", "\\u001b[", "\\e[", "^[[", "ESC["}) {
     CAPTURE(intro);
     std::string line = std::string(intro) + "1;31mCUDA out" + intro + "0m of memory" + intro + "K";
     CHECK(has_escape_remnants(line));
