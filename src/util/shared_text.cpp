@@ -1,5 +1,6 @@
 #include "firstfault/util/shared_text.h"
 
+#include <algorithm>
 #include <cstdlib>
 #include <cstring>
 #include <limits>
@@ -16,7 +17,7 @@ SharedText::SharedText(std::string_view text) {
   // Lines are cut far below 4 GiB before they get here (kMaxLineBytes); the clamp keeps the
   // size field honest all the same.
   size_t n = std::min<size_t>(text.size(), std::numeric_limits<uint32_t>::max());
-  void* raw = std::malloc(offsetof(Block, data) + n);
+  void* raw = std::malloc(std::max(sizeof(Block), offsetof(Block, data) + n));  // the whole Block, even for 1 byte
   if (!raw) throw std::bad_alloc();
   block_ = new (raw) Block{{1}, static_cast<uint32_t>(n), false, {}};
   std::memcpy(block_->data, text.data(), n);
