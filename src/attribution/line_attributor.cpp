@@ -696,10 +696,19 @@ size_t p_vllm(sv s, Attribution& a) {
 }
 
 // Python logging default: "WARNING:torch.distributed.elastic.multiprocessing.api:"
+// Also with the time in the logger's place, format "%(levelname)s:%(asctime)s:%(message)s"
+// ("ERROR:2025-10-23 06:22:11,371:[MCPBaseTool] Execution failed: ...", verl's tools).
 size_t p_pylog_default(sv s, Attribution& a) {
   if (s.empty() || !is_level_initial(s[0])) return 0;
   size_t c = s.substr(0, 9).find(':');
   if (c == sv::npos || c > 8 || !is_level(s.substr(0, c))) return 0;
+  Timestamp t;
+  if (size_t n = c + 1 < s.size() && is_digit(s[c + 1]) ? parse_iso(s.substr(c + 1), t) : 0;
+      n && c + 1 + n < s.size() && s[c + 1 + n] == ':') {
+    note_level(a, s.substr(0, c));
+    a.time = t;
+    return c + 2 + n;
+  }
   size_t c2 = find_near(s, ":", c + 1, 99);
   if (c2 == sv::npos) return 0;
   sv logger = s.substr(c + 1, c2 - c - 1);

@@ -87,6 +87,17 @@ TEST_CASE("attribution: abseil's header before InitializeLog carries seconds sin
   CHECK(attr("E0000 00:00:17258.702937  625990 file.h:310] x").body != "x");
 }
 
+TEST_CASE("attribution: Python logging with the time in the logger's place (%(levelname)s:%(asctime)s:)") {
+  // verl's tools (volcengine/verl#3891): the level is peeled with the time, so ERROR counts.
+  auto a = attr("ERROR:2025-10-23 06:22:11,371:[MCPBaseTool] Execution failed: local variable 'x' referenced before assignment");
+  CHECK(a.severity == 'E');
+  CHECK(ts(a) == "2025-10-23T06:22:11.371");
+  CHECK(a.body == "[MCPBaseTool] Execution failed: local variable 'x' referenced before assignment");
+  // The logger-name form is unchanged.
+  auto b = attr("WARNING:torch.distributed.elastic.multiprocessing.api:Sending process 1 closing signal SIGTERM");
+  CHECK(b.body == "Sending process 1 closing signal SIGTERM");
+}
+
 TEST_CASE("attribution: a block-indented paste keeps its rank prefix; a traceback's own bracket line keeps its indent") {
   struct Case {
     std::string_view line;
