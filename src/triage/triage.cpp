@@ -8,6 +8,7 @@
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
+#include <cstdio>
 #include <fstream>
 #include <functional>
 #include <map>
@@ -110,8 +111,67 @@ JobRecord record_of(const std::string& job, const Diagnosis& d) {
 // One job's outcome, kept until it is written in job order.
 struct JobOutput {
   JobRecord rec;
-  std::optional<Diagnosis> diagnosis;  // what its jsonl line shows (none: only the error)
+  // What its jsonl line shows (none: only the error). On the heap: a finished row may wait for
+  // its turn, and a Diagnosis held inline cost every waiting row about 1 KB after it was dropped.
+  std::unique_ptr<Diagnosis> diagnosis;
   std::string line;                    // the jsonl line, once finished
+  bool line_counted = false;           // `line` is counted in WaitingRows' bytes in memory
+  long spilled_at = -1;                // where WaitingRows put `line` in its file (-1: not there)
+  size_t spilled_size = 0;
+};
+
+// Finished rows wait for the writer, which goes in job (name) order. An archive finishes its
+// jobs in its own order, so nearly every row of a 100,000-member zip waited in memory (128 MB):
+// past a byte budget (TriageOptions::waiting_row_bytes) the rows wait in an unlinked temporary
+// file instead (docs/reliability.md).
+class WaitingRows {
+ public:
+  explicit WaitingRows(size_t budget) : budget_(budget) {}
+  WaitingRows(const WaitingRows&) = delete;
+  WaitingRows& operator=(const WaitingRows&) = delete;
+  ~WaitingRows() {
+    if (file_) std::fclose(file_);
+  }
+
+  // A worker's finished row: kept in memory while the waiting rows fit the budget, else parked
+  // in the file (kept in memory after all when no file can be written).
+  void park(JobOutput& o) {
+    const size_t n = o.line.size();
+    if (n == 0) return;
+    if (in_memory_.fetch_add(n) + n > budget_) {
+      std::lock_guard<std::mutex> lock(mu_);
+      if (!file_) file_ = std::tmpfile();
+      long at = file_ && std::fseek(file_, 0, SEEK_END) == 0 ? std::ftell(file_) : -1;
+      if (at >= 0 && std::fwrite(o.line.data(), 1, n, file_) == n) {
+        in_memory_ -= n;
+        o.spilled_at = at;
+        o.spilled_size = n;
+        std::string().swap(o.line);
+        return;
+      }
+    }
+    o.line_counted = true;
+  }
+
+  // The writer's turn for `o`: its line back in `o.line` when it was parked in the file.
+  void bring_back(JobOutput& o) {
+    if (o.line_counted) in_memory_ -= o.line.size();
+    o.line_counted = false;
+    if (o.spilled_at < 0) return;
+    o.line.assign(o.spilled_size, '\0');
+    std::lock_guard<std::mutex> lock(mu_);
+    if (std::fseek(file_, o.spilled_at, SEEK_SET) != 0 || std::fread(o.line.data(), 1, o.line.size(), file_) != o.line.size())
+      o.line = json{{"schema", kTriageJobSchema}, {"type", "job"}, {"job", o.rec.job}, {"verdict", "error"},
+                    {"error", "its row could not be read back from the temporary file"}}
+                   .dump(-1, ' ', false, json::error_handler_t::replace);
+    o.spilled_at = -1;
+  }
+
+ private:
+  const size_t budget_;
+  std::mutex mu_;
+  std::FILE* file_ = nullptr;
+  std::atomic<size_t> in_memory_{0};
 };
 
 // Masks a job's outcome (with `r`), builds its jsonl line and drops the diagnosis. Without
@@ -155,7 +215,7 @@ void run_files(const JobSpec& spec, const Matcher& matcher, const AnalyzeOptions
   if (!r.problems.empty()) rec.error = r.problems.front().path + ": " + r.problems.front().reason;
   else if (rec.verdict == "error") rec.error = only_binary_files(rec.skipped);
   res.rec = std::move(rec);
-  if (res.rec.verdict != "error") res.diagnosis = std::move(r.diagnosis);
+  if (res.rec.verdict != "error") res.diagnosis = std::make_unique<Diagnosis>(std::move(r.diagnosis));
 }
 
 // Analyses the jobs of one archive in a single pass over it. A job is finished, and its
@@ -165,7 +225,7 @@ void run_files(const JobSpec& spec, const Matcher& matcher, const AnalyzeOptions
 // free it while the archive is still being read.
 void run_archive(const std::vector<const JobSpec*>& jobs, const Matcher& matcher, const AnalyzeOptions& ao,
                  std::vector<std::unique_ptr<JobOutput>>& results, const std::vector<size_t>& slots, bool want_json,
-                 bool redact, const std::function<void(size_t slot)>& job_done) {
+                 bool redact, WaitingRows& waiting, const std::function<void(size_t slot)>& job_done) {
   const std::string& path = jobs.front()->archive;
   std::map<std::string, size_t> member_job;  // member -> index into jobs
   for (size_t i = 0; i < jobs.size(); ++i)
@@ -202,8 +262,9 @@ void run_archive(const std::vector<const JobSpec*>& jobs, const Matcher& matcher
     results[slots[i]] = std::make_unique<JobOutput>();
     JobOutput& out = *results[slots[i]];
     out.rec = std::move(rec);
-    if (!(out.rec.verdict == "error" && d.inputs.empty())) out.diagnosis = std::move(d);
+    if (!(out.rec.verdict == "error" && d.inputs.empty())) out.diagnosis = std::make_unique<Diagnosis>(std::move(d));
     if (!redact) finish_output(out, nullptr, want_json, matcher.library());
+    waiting.park(out);
     job_done(slots[i]);
   };
   Status archive = for_each_archive_member(path, [&](const std::string& name, struct archive* a) {
@@ -650,6 +711,7 @@ int run_triage(const TriageOptions& o, std::ostream& out) {
     // Allocated when a job finishes and freed once written: memory follows the window, not
     // the number of jobs.
     std::vector<std::unique_ptr<JobOutput>> results(jobs.size());
+    WaitingRows waiting(o.waiting_row_bytes);  // the finished rows' lines past a byte budget
     std::vector<bool> done(jobs.size(), false);
     std::mutex mu;
     std::condition_variable cv;
@@ -691,7 +753,7 @@ int run_triage(const TriageOptions& o, std::ostream& out) {
           std::vector<const JobSpec*> js;
           for (size_t i : item) js.push_back(&jobs[i]);
           // Each job is handed to the writer as it is finished, not when the whole archive is.
-          run_archive(js, matcher, ao, results, item, want_json, redact, mark_done);
+          run_archive(js, matcher, ao, results, item, want_json, redact, waiting, mark_done);
         } else {
           size_t i = item[0];
           const JobSpec& spec = jobs[i];
@@ -703,6 +765,7 @@ int run_triage(const TriageOptions& o, std::ostream& out) {
             run_files(spec, matcher, ao, res);
           }
           if (!redact) finish_output(res, nullptr, want_json, lib);
+          waiting.park(res);
           mark_done(i);
         }
       }
@@ -728,6 +791,7 @@ int run_triage(const TriageOptions& o, std::ostream& out) {
             rec.error = "not read";
           }
           JobOutput& res = *results[emitted];
+          waiting.bring_back(res);
           if (!dates.keeps(res.rec)) {
             summary.left_out(res.rec);
           } else {

@@ -1,5 +1,7 @@
 #include <catch2/catch.hpp>
 
+#include <algorithm>
+
 #include <cstdlib>
 #include <fstream>
 #include <map>
@@ -222,6 +224,32 @@ TEST_CASE("triage: --glob and --exclude choose the same files in a directory and
   std::ostringstream out;
   CHECK(run_triage(bad, out) == kExitUsage);
   CHECK(out.str().empty());
+}
+
+TEST_CASE("triage: rows that wait for their turn past the byte budget go through a file, unchanged") {
+  // An archive whose members come in another order than the jobs' names (job-9 first): every
+  // finished row waits for the writer. With no room in memory each waits in the temporary file.
+  test::TempDir dir;
+  for (int j = 9; j >= 0; --j) {
+    dir.write("top/job-" + std::to_string(j) + "/rank0.log", j == 4 ? kb("cuda-oom") : "step 1 loss 2.0\n");
+    REQUIRE(std::system(("cd " + dir.path() + " && tar rf m.tar top/job-" + std::to_string(j)).c_str()) == 0);
+  }
+  auto run = [&](size_t budget, unsigned jobs) {
+    TriageOptions o;
+    o.paths = {dir.path() + "/m.tar"};
+    o.format = "jsonl";
+    o.progress = false;
+    o.jobs = jobs;
+    o.waiting_row_bytes = budget;
+    std::ostringstream out;
+    run_triage(o, out);
+    return out.str();
+  };
+  const std::string in_memory = run(size_t{8} << 20, 1);
+  CHECK(std::count(in_memory.begin(), in_memory.end(), '\n') == 11);  // 10 jobs and the summary
+  CHECK(in_memory.find("\"id\":\"cuda-oom\"") != std::string::npos);
+  CHECK(run(0, 1) == in_memory);
+  CHECK(run(300, 2) == in_memory);  // some in memory, some in the file
 }
 
 TEST_CASE("triage: an archive of one job's folder stays one job") {

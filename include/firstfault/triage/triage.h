@@ -37,6 +37,9 @@ struct TriageOptions {
   // --since / --until (YYYY-MM-DD, inclusive): only jobs dated in the window (JobRecord::date);
   // undated jobs are left out and counted, unreadable ones are always kept.
   std::string since, until;
+  // Finished rows waiting for their turn (an archive finishes jobs in its own order) beyond this
+  // many bytes wait in a temporary file. Not a command-line option: tests lower it.
+  size_t waiting_row_bytes = size_t{8} << 20;
 };
 
 // One job's outcome: all the summary needs (and what a jsonl line carries back for --merge).
