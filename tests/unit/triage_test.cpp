@@ -1,6 +1,7 @@
 #include <catch2/catch.hpp>
 
 #include <algorithm>
+#include <functional>
 
 #include <cstdlib>
 #include <fstream>
@@ -22,6 +23,18 @@ std::string kb(const std::string& name) {
   std::stringstream ss;
   ss << in.rdbuf();
   return ss.str();
+}
+
+// `triage --format jsonl PATH` with `tweak` applied to the options; its whole output.
+std::string triage_jsonl(const std::string& path, const std::function<void(TriageOptions&)>& tweak = {}) {
+  TriageOptions o;
+  o.paths = {path};
+  o.format = "jsonl";
+  o.progress = false;
+  if (tweak) tweak(o);
+  std::ostringstream out;
+  run_triage(o, out);
+  return out.str();
 }
 
 struct Jobs {
@@ -162,15 +175,11 @@ TEST_CASE("triage: an archive made the usual ways gives the jobs of the director
   for (const char* cmd : {"tar czf x.tgz top/", "tar -C top -czf y.tgz .", "zip -qr z.zip top", "cd top && zip -qr ../w.zip ."})
     REQUIRE(std::system(("cd " + d + " && " + cmd).c_str()) == 0);
   auto run = [&](const std::string& path, int depth, const std::string& pattern) {
-    TriageOptions o;
-    o.paths = {path};
-    o.format = "jsonl";
-    o.progress = false;
-    o.job_depth = depth;
-    o.job_pattern = pattern;
-    std::ostringstream out;
-    run_triage(o, out);
-    return job_verdicts(out.str(), path);
+    return job_verdicts(triage_jsonl(path, [&](TriageOptions& o) {
+                          o.job_depth = depth;
+                          o.job_pattern = pattern;
+                        }),
+                        path);
   };
   for (auto [depth, pattern] : {std::pair{1, ""}, {2, ""}, {0, ""}, {1, "job-[ab]"}}) {
     INFO("--job-depth " << depth << " --job-pattern '" << pattern << "'");
@@ -235,15 +244,10 @@ TEST_CASE("triage: rows that wait for their turn past the byte budget go through
     REQUIRE(std::system(("cd " + dir.path() + " && tar rf m.tar top/job-" + std::to_string(j)).c_str()) == 0);
   }
   auto run = [&](size_t budget, unsigned jobs) {
-    TriageOptions o;
-    o.paths = {dir.path() + "/m.tar"};
-    o.format = "jsonl";
-    o.progress = false;
-    o.jobs = jobs;
-    o.waiting_row_bytes = budget;
-    std::ostringstream out;
-    run_triage(o, out);
-    return out.str();
+    return triage_jsonl(dir.path() + "/m.tar", [&](TriageOptions& o) {
+      o.jobs = jobs;
+      o.waiting_row_bytes = budget;
+    });
   };
   const std::string in_memory = run(size_t{8} << 20, 1);
   CHECK(std::count(in_memory.begin(), in_memory.end(), '\n') == 11);  // 10 jobs and the summary
