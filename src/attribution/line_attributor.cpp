@@ -88,11 +88,11 @@ size_t frac_at(sv s, size_t pos, unsigned& ms) {
 
 // A glog/c10 header's year-less "MMDD hh:mm:ss" time, set only when the month and day are real
 // (an impossible date leaves the line's time unknown; it does not turn the header down).
-void set_month_day_time(Attribution& a, unsigned mon, unsigned day, unsigned h, unsigned mi, unsigned sec,
+void set_month_day_time(Timestamp& t, unsigned mon, unsigned day, unsigned h, unsigned mi, unsigned sec,
                         unsigned ms) {
   if (mon >= 1 && mon <= 12 && day >= 1 && day <= 31) {
-    a.time.kind = Timestamp::kNoYear;
-    a.time.ms = make_ms(2000, mon, day, h, mi, sec, ms);
+    t.kind = Timestamp::kNoYear;
+    t.ms = make_ms(2000, mon, day, h, mi, sec, ms);
   }
 }
 
@@ -431,7 +431,7 @@ size_t p_c10_header(sv s, Attribution& a) {
     i += 9;
     unsigned ms = 0;
     if (i < s.size() && s[i] == '.') i += 1 + frac_at(s, i + 1, ms);
-    set_month_day_time(a, md / 100, md % 100, h, mi, sec, 0);  // the fraction is CLOCK_MONOTONIC, not wall clock
+    set_month_day_time(a.time, md / 100, md % 100, h, mi, sec, 0);  // the fraction is CLOCK_MONOTONIC, not wall clock
   }
   if (i >= s.size() || s[i] != ' ') return 0;
   size_t close = find_near(s, "] ", i, 120);
@@ -452,12 +452,12 @@ size_t glog_date_len(sv s) {
   return 0;
 }
 
-void set_glog_time(Attribution& a, sv s, size_t date_len, unsigned h, unsigned mi, unsigned sec, unsigned ms) {
-  if (date_len == 4) return set_month_day_time(a, num(s, 1, 2), num(s, 3, 2), h, mi, sec, ms);
+void set_glog_time(Timestamp& t, sv s, size_t date_len, unsigned h, unsigned mi, unsigned sec, unsigned ms) {
+  if (date_len == 4) return set_month_day_time(t, num(s, 1, 2), num(s, 3, 2), h, mi, sec, ms);
   unsigned year = num(s, 1, 4), mon = num(s, 5, 2), day = num(s, 7, 2);
   if (year >= 1970 && mon >= 1 && mon <= 12 && day >= 1 && day <= 31) {
-    a.time.kind = Timestamp::kFull;
-    a.time.ms = make_ms(year, mon, day, h, mi, sec, ms);
+    t.kind = Timestamp::kFull;
+    t.ms = make_ms(year, mon, day, h, mi, sec, ms);
   }
 }
 
@@ -482,9 +482,7 @@ size_t glog_clock(sv s, size_t date_len, Timestamp& t) {
   if (!hms_at(s, at, h, mi, sec)) return 0;
   size_t i = date_len + 10;
   if (i < s.size() && s[i] == '.') i += 1 + frac_at(s, i + 1, ms);
-  Attribution dated;
-  set_glog_time(dated, s, date_len, h, mi, sec, ms);
-  t = dated.time;
+  set_glog_time(t, s, date_len, h, mi, sec, ms);
   return i;
 }
 
@@ -1027,7 +1025,7 @@ size_t replay_parser(Parser p, sv s, Attribution& a, bool pdsh, size_t recorded)
         while (is_digit(s[i])) ++i;
         unsigned md = num(s, 2, i - 2), h, mi, sec;
         if (!hms_at(s, i + 1, h, mi, sec)) return 0;
-        set_month_day_time(a, md / 100, md % 100, h, mi, sec, 0);
+        set_month_day_time(a.time, md / 100, md % 100, h, mi, sec, 0);
       }
       a.fatal = a.fatal || s[1] == 'F';
       a.severity = s[1];
