@@ -196,6 +196,7 @@ void LineFeed::process_line(std::string_view line, const Potentials& pot, bool p
     // line, though not one that names a failure.
     if (error_level && std::find(hits_.begin(), hits_.end(), error_def_) == hits_.end()) hits_.push_back(error_def_);
     SharedText text;  // one copy of the segment for all of its events, made by the first
+    const auto body_at = static_cast<uint32_t>(offset_within(a.body, seg).value_or(0));
     for (int def : hits_) {
       if (def == pdsh_def_) attr_.enable_pdsh();
       if (def == warning_stack_def_ && !under_warning(a.rank, line_no)) continue;
@@ -222,7 +223,7 @@ void LineFeed::process_line(std::string_view line, const Potentials& pot, bool p
       ev.line = line_no;
       if (text.empty()) text = SharedText(seg);
       ev.text = text;
-      ev.body_at = static_cast<uint32_t>(offset_within(a.body, seg).value_or(0));
+      ev.body_at = body_at;
       ev.captures = matcher_.extract(ev.def, a.body, memo_of(ev.def));
       if (observer_) observer_->on_event(ev);
       corr_.add_event(std::move(ev));
