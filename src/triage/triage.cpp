@@ -115,7 +115,6 @@ struct JobOutput {
   // its turn, and a Diagnosis held inline cost every waiting row about 1 KB after it was dropped.
   std::unique_ptr<Diagnosis> diagnosis;
   std::string line;                    // the jsonl line, once finished
-  bool line_counted = false;           // `line` is counted in WaitingRows' bytes in memory
   long spilled_at = -1;                // where WaitingRows put `line` in its file (-1: not there)
   size_t spilled_size = 0;
 };
@@ -134,7 +133,8 @@ class WaitingRows {
   }
 
   // A worker's finished row: kept in memory while the waiting rows fit the budget, else parked
-  // in the file (kept in memory after all when no file can be written).
+  // in the file (kept in memory after all when no file can be written). A row's line is in the
+  // count of bytes in memory exactly when it is not in the file.
   void park(JobOutput& o) {
     const size_t n = o.line.size();
     if (n == 0) return;
@@ -147,17 +147,16 @@ class WaitingRows {
         o.spilled_at = at;
         o.spilled_size = n;
         std::string().swap(o.line);
-        return;
       }
     }
-    o.line_counted = true;
   }
 
   // The writer's turn for `o`: its line back in `o.line` when it was parked in the file.
   void bring_back(JobOutput& o) {
-    if (o.line_counted) in_memory_ -= o.line.size();
-    o.line_counted = false;
-    if (o.spilled_at < 0) return;
+    if (o.spilled_at < 0) {
+      in_memory_ -= o.line.size();  // 0 for a row whose line the writer builds (--redact)
+      return;
+    }
     o.line.assign(o.spilled_size, '\0');
     std::lock_guard<std::mutex> lock(mu_);
     if (std::fseek(file_, o.spilled_at, SEEK_SET) != 0 || std::fread(o.line.data(), 1, o.line.size(), file_) != o.line.size())
