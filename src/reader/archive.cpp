@@ -16,11 +16,12 @@ namespace {
 // libarchive's reader for every archive format triage and diagnose accept, with any compression.
 struct ArchiveHandle {
   struct archive* a = archive_read_new();
-  ArchiveHandle() {
+  explicit ArchiveHandle(ZipReading zip = ZipReading::kCentralDirectory) {
     archive_read_support_filter_all(a);
     archive_read_support_format_tar(a);
     archive_read_support_format_gnutar(a);
-    archive_read_support_format_zip(a);
+    if (zip == ZipReading::kFrontToBack) archive_read_support_format_zip_streamable(a);
+    else archive_read_support_format_zip(a);
     archive_read_support_format_cpio(a);
   }
   ~ArchiveHandle() { archive_read_free(a); }
@@ -78,17 +79,25 @@ std::string normalize_member_name(const std::string& name) {
 }
 
 Status for_each_archive_member(const std::string& path,
-                               const std::function<void(const std::string& name, struct archive* a)>& visit) {
-  ArchiveHandle h;
-  if (archive_read_open_filename(h.a, path.c_str(), 1 << 16) != ARCHIVE_OK) return Error{h.error("cannot open archive")};
+                               const std::function<void(const std::string& name, struct archive* a)>& visit,
+                               ZipReading zip) {
+  // A zip read front to back must start with a member (a self-extracting zip does not): then
+  // only its central directory finds them.
+  auto by_directory = [&] { return for_each_archive_member(path, visit, ZipReading::kCentralDirectory); };
+  ArchiveHandle h(zip);
+  if (archive_read_open_filename(h.a, path.c_str(), 1 << 16) != ARCHIVE_OK)
+    return zip == ZipReading::kFrontToBack ? by_directory() : Error{h.error("cannot open archive")};
   struct archive_entry* e = nullptr;
   int r;
+  bool any = false;
   while ((r = archive_read_next_header(h.a, &e)) == ARCHIVE_OK || r == ARCHIVE_WARN) {
+    any = true;
     // No stop on a damaged member: a zip's other members stay readable; a broken stream
     // (tar.gz, truncated tar) fails at the next header and ends the loop.
     if (archive_entry_filetype(e) == AE_IFREG) visit(archive_entry_pathname(e), h.a);
     archive_read_data_skip(h.a);
   }
+  if (r == ARCHIVE_FATAL && !any && zip == ZipReading::kFrontToBack) return by_directory();
   if (r == ARCHIVE_FATAL) return Error{h.error("corrupt archive")};
   return Status::Ok();
 }

@@ -9,6 +9,7 @@
 #include <chrono>
 #include <condition_variable>
 #include <cstdio>
+#include <cstring>
 #include <fstream>
 #include <functional>
 #include <map>
@@ -114,15 +115,90 @@ struct JobOutput {
   // What its jsonl line shows (none: only the error). On the heap: a finished row may wait for
   // its turn, and a Diagnosis held inline cost every waiting row about 1 KB after it was dropped.
   std::unique_ptr<Diagnosis> diagnosis;
-  std::string line;                    // the jsonl line, once finished
-  long spilled_at = -1;                // where WaitingRows put `line` in its file (-1: not there)
-  size_t spilled_size = 0;
+  std::string line;    // the jsonl line, once finished
+  size_t counted = 0;  // what WaitingRows counts of it while it waits in memory
+};
+
+// A job's place in the output: its outcome in memory, or where WaitingRows parked it.
+struct RowSlot {
+  std::unique_ptr<JobOutput> out;
+  long parked_at = -1;  // offset in WaitingRows' file (-1: not there)
+  size_t parked_size = 0;
+};
+
+// A finished row as bytes (its record's fields, then its jsonl line), exactly as they were:
+// length-prefixed, so that no text of a log can change what is read back.
+class RowBytes {
+ public:
+  static std::string of(const JobOutput& o) {
+    const JobRecord& r = o.rec;
+    RowBytes b;
+    for (const std::string* s : {&r.job, &r.verdict, &r.id, &r.title, &r.category, &r.severity, &r.action, &r.host,
+                                 &r.first_error, &r.error, &r.date, &o.line})
+      b.put(*s);
+    b.put_number(r.rank ? 1 : 0);
+    b.put_number(static_cast<uint64_t>(static_cast<int64_t>(r.rank.value_or(0))));
+    b.put_number(r.bytes);
+    b.put_number(r.skipped);
+    b.put_number(r.gpus.size());
+    for (const auto& g : r.gpus) b.put(g);
+    return std::move(b.bytes_);
+  }
+
+  // The row `of` wrote, or nothing when the bytes are not one.
+  static std::unique_ptr<JobOutput> read(std::string_view bytes) {
+    auto o = std::make_unique<JobOutput>();
+    JobRecord& r = o->rec;
+    RowBytes b;
+    b.in_ = bytes;
+    for (std::string* s : {&r.job, &r.verdict, &r.id, &r.title, &r.category, &r.severity, &r.action, &r.host,
+                           &r.first_error, &r.error, &r.date, &o->line})
+      b.get(*s);
+    const bool has_rank = b.get_number() != 0;
+    const auto rank = static_cast<int64_t>(b.get_number());
+    if (has_rank) r.rank = static_cast<int>(rank);
+    r.bytes = b.get_number();
+    r.skipped = b.get_number();
+    for (uint64_t n = b.get_number(); n > 0 && b.ok_; --n) b.get(r.gpus.emplace_back());
+    if (!b.ok_ || !b.in_.empty()) return nullptr;
+    return o;
+  }
+
+ private:
+  void put_number(uint64_t n) { bytes_.append(reinterpret_cast<const char*>(&n), sizeof n); }
+  void put(const std::string& s) {
+    put_number(s.size());
+    bytes_ += s;
+  }
+  uint64_t get_number() {
+    uint64_t n = 0;
+    if (in_.size() < sizeof n) {
+      ok_ = false;
+      return 0;
+    }
+    std::memcpy(&n, in_.data(), sizeof n);
+    in_.remove_prefix(sizeof n);
+    return n;
+  }
+  void get(std::string& s) {
+    uint64_t n = get_number();
+    if (!ok_ || n > in_.size()) {
+      ok_ = false;
+      return;
+    }
+    s.assign(in_.substr(0, n));
+    in_.remove_prefix(n);
+  }
+  std::string bytes_;
+  std::string_view in_;
+  bool ok_ = true;
 };
 
 // Finished rows wait for the writer, which goes in job (name) order. An archive finishes its
 // jobs in its own order, so nearly every row of a 100,000-member zip waited in memory (128 MB):
-// past a byte budget (TriageOptions::waiting_row_bytes) the rows wait in an unlinked temporary
-// file instead (docs/reliability.md).
+// past a byte budget (TriageOptions::waiting_row_bytes) a finished row waits in an unlinked
+// temporary file instead, record and line, and nothing of it stays in memory
+// (docs/reliability.md).
 class WaitingRows {
  public:
   explicit WaitingRows(size_t budget) : budget_(budget) {}
@@ -133,37 +209,47 @@ class WaitingRows {
   }
 
   // A worker's finished row: kept in memory while the waiting rows fit the budget, else parked
-  // in the file (kept in memory after all when no file can be written). A row's line is in the
-  // count of bytes in memory exactly when it is not in the file.
-  void park(JobOutput& o) {
-    const size_t n = o.line.size();
-    if (n == 0) return;
-    if (in_memory_.fetch_add(n) + n > budget_) {
-      std::lock_guard<std::mutex> lock(mu_);
-      if (!file_) file_ = std::tmpfile();
-      long at = file_ && std::fseek(file_, 0, SEEK_END) == 0 ? std::ftell(file_) : -1;
-      if (at >= 0 && std::fwrite(o.line.data(), 1, n, file_) == n) {
-        in_memory_ -= n;
-        o.spilled_at = at;
-        o.spilled_size = n;
-        std::string().swap(o.line);
-      }
+  // in the file (kept in memory after all when no file can be written). A row that still holds
+  // its diagnosis (--redact: the writer masks it in job order) stays in memory, uncounted.
+  void park(RowSlot& slot) {
+    JobOutput& o = *slot.out;
+    if (o.diagnosis) return;
+    o.counted = sizeof(JobOutput) + o.line.size() + o.rec.job.size() + o.rec.first_error.size() + o.rec.error.size();
+    if (in_memory_.fetch_add(o.counted) + o.counted <= budget_) return;
+    const std::string bytes = RowBytes::of(o);
+    std::lock_guard<std::mutex> lock(mu_);
+    if (!file_) file_ = std::tmpfile();
+    long at = file_ && std::fseek(file_, 0, SEEK_END) == 0 ? std::ftell(file_) : -1;
+    if (at >= 0 && std::fwrite(bytes.data(), 1, bytes.size(), file_) == bytes.size()) {
+      in_memory_ -= o.counted;
+      slot.parked_at = at;
+      slot.parked_size = bytes.size();
+      slot.out.reset();
     }
   }
 
-  // The writer's turn for `o`: its line back in `o.line` when it was parked in the file.
-  void bring_back(JobOutput& o) {
-    if (o.spilled_at < 0) {
-      in_memory_ -= o.line.size();  // 0 for a row whose line the writer builds (--redact)
+  // The writer's turn for `slot`: its row back in memory when it was parked in the file.
+  void bring_back(RowSlot& slot, const std::string& job) {
+    if (slot.parked_at < 0) {
+      in_memory_ -= slot.out->counted;
       return;
     }
-    o.line.assign(o.spilled_size, '\0');
-    std::lock_guard<std::mutex> lock(mu_);
-    if (std::fseek(file_, o.spilled_at, SEEK_SET) != 0 || std::fread(o.line.data(), 1, o.line.size(), file_) != o.line.size())
-      o.line = json{{"schema", kTriageJobSchema}, {"type", "job"}, {"job", o.rec.job}, {"verdict", "error"},
-                    {"error", "its row could not be read back from the temporary file"}}
-                   .dump(-1, ' ', false, json::error_handler_t::replace);
-    o.spilled_at = -1;
+    std::string bytes(slot.parked_size, '\0');
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      if (std::fseek(file_, slot.parked_at, SEEK_SET) == 0 && std::fread(bytes.data(), 1, bytes.size(), file_) == bytes.size())
+        slot.out = RowBytes::read(bytes);
+    }
+    slot.parked_at = -1;
+    if (slot.out) return;
+    slot.out = std::make_unique<JobOutput>();
+    JobRecord& rec = slot.out->rec;
+    rec.job = job;
+    rec.verdict = "error";
+    rec.error = "its row could not be read back from the temporary file";
+    slot.out->line = json{{"schema", kTriageJobSchema}, {"type", "job"}, {"job", rec.job}, {"verdict", rec.verdict},
+                          {"error", rec.error}}
+                         .dump(-1, ' ', false, json::error_handler_t::replace);
   }
 
  private:
@@ -220,15 +306,25 @@ void run_files(const JobSpec& spec, const Matcher& matcher, const AnalyzeOptions
 // Analyses the jobs of one archive in a single pass over it. A job is finished, and its
 // correlator freed, as soon as its last member has been read: an archive of 100,000 tiny members
 // kept 25,000 correlators alive (2 GB) when every job waited for the end of the archive.
-// `job_done(slot)` is called once each job's output is in `results`, so the writer can emit and
+// `job_done(slot, bytes)` is called once each job's output is in `results`, so the writer can emit and
 // free it while the archive is still being read.
+// Above this many members a zip is read without its central directory (ZipReading).
+constexpr size_t kIndexedZipMembers = 4096;
+
 void run_archive(const std::vector<const JobSpec*>& jobs, const Matcher& matcher, const AnalyzeOptions& ao,
-                 std::vector<std::unique_ptr<JobOutput>>& results, const std::vector<size_t>& slots, bool want_json,
-                 bool redact, WaitingRows& waiting, const std::function<void(size_t slot)>& job_done) {
+                 std::vector<RowSlot>& results, const std::vector<size_t>& slots, bool want_json,
+                 bool redact, WaitingRows& waiting, const std::function<void(size_t slot, uint64_t bytes)>& job_done) {
   const std::string& path = jobs.front()->archive;
-  std::map<std::string, size_t> member_job;  // member -> index into jobs
+  // member -> index into jobs, sorted by member: a map of 100,000 members cost 7 MB.
+  std::vector<std::pair<std::string_view, size_t>> member_job;
   for (size_t i = 0; i < jobs.size(); ++i)
-    for (const auto& m : jobs[i]->members) member_job[m] = i;
+    for (const auto& m : jobs[i]->members) member_job.emplace_back(m, i);
+  std::sort(member_job.begin(), member_job.end());
+  auto job_of_member = [&](const std::string& name) -> std::optional<size_t> {
+    auto it = std::lower_bound(member_job.begin(), member_job.end(), std::pair<std::string_view, size_t>(name, 0));
+    if (it == member_job.end() || it->first != name) return std::nullopt;
+    return it->second;
+  };
   struct State {
     std::unique_ptr<Correlator> corr;  // made at the job's first member, freed when it is finished
     std::vector<InputSummary> inputs;
@@ -258,25 +354,32 @@ void run_archive(const std::vector<const JobSpec*>& jobs, const Matcher& matcher
       if (rec.error.empty() && rec.skipped) rec.error = only_binary_files(rec.skipped);
       if (rec.error.empty()) rec.error = archive_error.empty() ? "no member of this job could be read" : archive_error;
     }
-    results[slots[i]] = std::make_unique<JobOutput>();
-    JobOutput& out = *results[slots[i]];
+    RowSlot& slot = results[slots[i]];
+    slot.out = std::make_unique<JobOutput>();
+    JobOutput& out = *slot.out;
     out.rec = std::move(rec);
     if (!(out.rec.verdict == "error" && d.inputs.empty())) out.diagnosis = std::make_unique<Diagnosis>(std::move(d));
     if (!redact) finish_output(out, nullptr, want_json, matcher.library());
-    waiting.park(out);
-    job_done(slots[i]);
+    const uint64_t bytes = out.rec.bytes;
+    waiting.park(slot);
+    job_done(slots[i], bytes);
   };
+  // A zip of many members is read front to back: its central directory's index would be the
+  // largest thing in memory (14 MB for 100,000 members). Members are found by name, so their
+  // order does not matter here.
+  const ZipReading zip_reading =
+      member_job.size() > kIndexedZipMembers ? ZipReading::kFrontToBack : ZipReading::kCentralDirectory;
   Status archive = for_each_archive_member(path, [&](const std::string& name, struct archive* a) {
-    auto it = member_job.find(name);
-    if (it == member_job.end() || st[it->second].finished) return;
-    State& s = st[it->second];
+    const std::optional<size_t> job = job_of_member(name);
+    if (!job || st[*job].finished) return;
+    State& s = st[*job];
     InputSummary sum;
     sum.path = path + "!" + normalize_member_name(name);  // as diagnose names it
     read_member(a, name, static_cast<uint32_t>(s.inputs.size()), matcher, ao, correlator_of(s), sum);
     s.inputs.push_back(sum);
     // A member the damage cut short is not the job's last word: it is finished at the end, with the archive's error.
-    if (--s.members_left == 0 && sum.error.empty()) finish_job(it->second);
-  });
+    if (--s.members_left == 0 && sum.error.empty()) finish_job(*job);
+  }, zip_reading);
   archive_error = archive.ok() ? "" : archive.message();
   for (size_t i = 0; i < jobs.size(); ++i)
     if (!st[i].finished) finish_job(i);
@@ -709,7 +812,7 @@ int run_triage(const TriageOptions& o, std::ostream& out) {
     bool want_json = o.format == "jsonl";
     // Allocated when a job finishes and freed once written: memory follows the window, not
     // the number of jobs.
-    std::vector<std::unique_ptr<JobOutput>> results(jobs.size());
+    std::vector<RowSlot> results(jobs.size());
     WaitingRows waiting(o.waiting_row_bytes);  // the finished rows' lines past a byte budget
     std::vector<bool> done(jobs.size(), false);
     std::mutex mu;
@@ -729,11 +832,11 @@ int run_triage(const TriageOptions& o, std::ostream& out) {
     const size_t window = 32 * static_cast<size_t>(workers);
     size_t emitted = 0;  // guarded by mu
     // A job's output is in `results`: the writer may emit it.
-    auto mark_done = [&](size_t slot) {
+    auto mark_done = [&](size_t slot, uint64_t bytes) {
       {
         std::lock_guard<std::mutex> lock(mu);
         done[slot] = true;
-        bytes_done += results[slot] ? results[slot]->rec.bytes : 0;
+        bytes_done += bytes;
         ++finished;
       }
       cv.notify_all();
@@ -756,16 +859,17 @@ int run_triage(const TriageOptions& o, std::ostream& out) {
         } else {
           size_t i = item[0];
           const JobSpec& spec = jobs[i];
-          results[i] = std::make_unique<JobOutput>();
-          JobOutput& res = *results[i];
+          results[i].out = std::make_unique<JobOutput>();
+          JobOutput& res = *results[i].out;
           if (auto e = disc_err.find(spec.id); e != disc_err.end() && spec.files.empty()) {
             res.rec = e->second;
           } else {
             run_files(spec, matcher, ao, res);
           }
           if (!redact) finish_output(res, nullptr, want_json, lib);
-          waiting.park(res);
-          mark_done(i);
+          const uint64_t bytes = res.rec.bytes;
+          waiting.park(results[i]);
+          mark_done(i, bytes);
         }
       }
     };
@@ -782,15 +886,17 @@ int run_triage(const TriageOptions& o, std::ostream& out) {
         while (emitted < jobs.size() && done[emitted]) {
           // The workers are done with this job: it is masked and written without the lock.
           lock.unlock();
-          if (!results[emitted]) {  // cannot happen: every job of an item gets an outcome
-            results[emitted] = std::make_unique<JobOutput>();
-            JobRecord& rec = results[emitted]->rec;
+          RowSlot& slot = results[emitted];
+          if (slot.out || slot.parked_at >= 0) {
+            waiting.bring_back(slot, jobs[emitted].id);
+          } else {  // cannot happen: every job of an item gets an outcome
+            slot.out = std::make_unique<JobOutput>();
+            JobRecord& rec = slot.out->rec;
             rec.job = jobs[emitted].id;
             rec.verdict = "error";
             rec.error = "not read";
           }
-          JobOutput& res = *results[emitted];
-          waiting.bring_back(res);
+          JobOutput& res = *slot.out;
           if (!dates.keeps(res.rec)) {
             summary.left_out(res.rec);
           } else {
@@ -799,7 +905,7 @@ int run_triage(const TriageOptions& o, std::ostream& out) {
             if (csv) write_csv_row(res.rec, o, out);
             summary.add(res.rec);
           }
-          results[emitted].reset();
+          slot.out.reset();
           lock.lock();
           ++emitted;
           cv.notify_all();  // a worker may be waiting for the window to move

@@ -293,6 +293,30 @@ YAML
     grep -F '"job":"' "$tmp/out" | grep -F 'job-1234' | grep -qF '"id":"cuda-oom"' || fail "job-1234 is not the CUDA OOM: $(grep -F job-1234 "$tmp/out" | head -c 300)"
     echo "triage of 10,000 members: peak RSS $(( rss_kb / 1024 )) MiB"
     [ "$rss_kb" -lt $(( limit * 1024 )) ] || fail "peak RSS $(( rss_kb / 1024 )) MiB exceeds $limit MiB" ;;
+  many_members_zip)
+    # A zip of 100,000 one-line members (25,000 jobs of 4 ranks) stored in numeric job order
+    # (job-0, job-1, job-2, ...) while rows are written in name order (job-0, job-1, job-10, ...):
+    # nearly every finished row waits for its turn, and a zip's central directory would be
+    # indexed in memory. Both are bounded: peak RSS under 64 MiB, every row written.
+    limit=${FIRSTFAULT_RSS_LIMIT_MB:-64}
+    python3 - "$tmp/m.zip" <<'PY' || fail "could not make the zip"
+import sys, zipfile
+with zipfile.ZipFile(sys.argv[1], "w", zipfile.ZIP_DEFLATED) as z:
+    for j in range(25000):
+        for r in range(4):
+            line = "[rank%d]: step 1 loss 2.0\n" % r
+            if j == 12345 and r == 2:
+                line += "[rank2]: torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB\n"
+            z.writestr("job-%d/rank%d.log" % (j, r), line)
+PY
+    /usr/bin/time -f '%M' -o "$tmp/rss" "$bin" triage --format jsonl "$tmp/m.zip" > "$tmp/out" 2> "$tmp/err"; rc=$?
+    rss_kb=$(tail -n 1 "$tmp/rss")
+    jobs=$(grep -c '"type":"job"' "$tmp/out")
+    [ "$jobs" = 25000 ] || fail "$jobs jobs written, expected 25000"
+    grep -F 'job-12345"' "$tmp/out" | grep -qF '"id":"cuda-oom"' || fail "job-12345 is not the CUDA OOM: $(grep -F 'job-12345"' "$tmp/out" | head -c 300)"
+    sort -c <(grep -o '"job":"[^"]*"' "$tmp/out") 2>/dev/null || fail "rows are not in job-name order"
+    echo "triage of a 100,000-member zip: peak RSS $(( rss_kb / 1024 )) MiB"
+    [ "$rss_kb" -lt $(( limit * 1024 )) ] || fail "peak RSS $(( rss_kb / 1024 )) MiB exceeds $limit MiB" ;;
   *) echo "unknown case $case"; exit 2 ;;
 esac
 [ $status = 0 ] && echo "ok: $case"

@@ -25,8 +25,8 @@ std::string kb(const std::string& name) {
   return ss.str();
 }
 
-// `triage --format jsonl PATH` with `tweak` applied to the options; its whole output.
-std::string triage_jsonl(const std::string& path, const std::function<void(TriageOptions&)>& tweak = {}) {
+// `triage --format jsonl PATH` with `tweak` applied to the options (which may change the format); its whole output.
+std::string triage_output(const std::string& path, const std::function<void(TriageOptions&)>& tweak = {}) {
   TriageOptions o;
   o.paths = {path};
   o.format = "jsonl";
@@ -175,7 +175,7 @@ TEST_CASE("triage: an archive made the usual ways gives the jobs of the director
   for (const char* cmd : {"tar czf x.tgz top/", "tar -C top -czf y.tgz .", "zip -qr z.zip top", "cd top && zip -qr ../w.zip ."})
     REQUIRE(std::system(("cd " + d + " && " + cmd).c_str()) == 0);
   auto run = [&](const std::string& path, int depth, const std::string& pattern) {
-    return job_verdicts(triage_jsonl(path, [&](TriageOptions& o) {
+    return job_verdicts(triage_output(path, [&](TriageOptions& o) {
                           o.job_depth = depth;
                           o.job_pattern = pattern;
                         }),
@@ -244,7 +244,7 @@ TEST_CASE("triage: rows that wait for their turn past the byte budget go through
     REQUIRE(std::system(("cd " + dir.path() + " && tar rf m.tar top/job-" + std::to_string(j)).c_str()) == 0);
   }
   auto run = [&](size_t budget, unsigned jobs) {
-    return triage_jsonl(dir.path() + "/m.tar", [&](TriageOptions& o) {
+    return triage_output(dir.path() + "/m.tar", [&](TriageOptions& o) {
       o.jobs = jobs;
       o.waiting_row_bytes = budget;
     });
@@ -254,6 +254,18 @@ TEST_CASE("triage: rows that wait for their turn past the byte budget go through
   CHECK(in_memory.find("\"id\":\"cuda-oom\"") != std::string::npos);
   CHECK(run(0, 1) == in_memory);
   CHECK(run(300, 2) == in_memory);  // some in memory, some in the file
+  // A parked row is its record too: the table and CSV are built from records alone.
+  for (const char* format : {"table", "csv"}) {
+    auto as = [&](size_t budget) {
+      return triage_output(dir.path() + "/m.tar", [&](TriageOptions& o) {
+        o.format = format;
+        o.waiting_row_bytes = budget;
+      });
+    };
+    const std::string table = as(size_t{8} << 20);
+    CHECK(table.find("cuda-oom") != std::string::npos);
+    CHECK(as(0) == table);
+  }
 }
 
 TEST_CASE("triage: an archive of one job's folder stays one job") {

@@ -39,7 +39,7 @@ struct TriageOptions {
   std::string since, until;
   // Finished rows waiting for their turn (an archive finishes jobs in its own order) beyond this
   // many bytes wait in a temporary file. Not a command-line option: tests lower it.
-  size_t waiting_row_bytes = size_t{8} << 20;
+  size_t waiting_row_bytes = size_t{2} << 20;
 };
 
 // One job's outcome: all the summary needs (and what a jsonl line carries back for --merge).
