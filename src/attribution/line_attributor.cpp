@@ -749,6 +749,22 @@ bool is_ipv4(sv s) {
   return dots == 3 && digits > 0;
 }
 
+// torch_xla's xla_dist on TPU pods logs every worker's output as
+// "%(asctime)-12s %(clientip)s [%(ordinal)s] %(message)s" (torch_xla/distributed/xla_dist.py):
+// "2021-04-23 18:14:43 10.164.0.29 [3]   File ...". After the time: the worker VM's address and
+// its ordinal; the message keeps its indentation (traceback lines).
+size_t p_client_ordinal(sv s, Attribution& a) {
+  size_t sp = s.substr(0, 16).find(' ');
+  if (sp == sv::npos || !is_ipv4(s.substr(0, sp)) || sp + 1 >= s.size() || s[sp + 1] != '[') return 0;
+  int64_t v = 0;
+  size_t n = parse_uint(s.substr(sp + 2), v);
+  size_t close = sp + 2 + n;
+  if (!n || n > 6 || close >= s.size() || s[close] != ']' || (close + 1 < s.size() && s[close + 1] != ' ')) return 0;
+  a.host = s.substr(0, sp);
+  a.rank = rank_or_none(v);
+  return std::min(close + 2, s.size());
+}
+
 // pdsh: "host: " (IPv4 always; names only once the job shows it uses pdsh)
 size_t p_pdsh(sv s, Attribution& a, bool pdsh) {
   size_t c = find_near(s, ": ", 0, 64);
@@ -778,6 +794,23 @@ size_t p_compose(sv s, Attribution& a) {
   if (bar + 1 >= s.size() || s[bar] != '|' || s[bar + 1] != ' ') return 0;
   a.host = s.substr(0, i);
   return bar + 2;
+}
+
+// Docker BuildKit's plain progress (`docker build --progress=plain`, CI logs): the output of a
+// build step as "#<step> <seconds since the step began> <line>", "#42 15.84       Traceback ...".
+// The seconds have a fraction, so gdb's "#0  0x00007f..." frames are not taken for it; the line
+// after the single separating space keeps its own indentation.
+size_t p_buildkit(sv s) {
+  size_t i = 1;
+  while (i < s.size() && i < 8 && is_digit(s[i])) ++i;
+  if (i == 1 || i >= s.size() || s[i] != ' ') return 0;
+  size_t j = i + 1, int_start = j;
+  while (j < s.size() && j - int_start < 7 && is_digit(s[j])) ++j;
+  if (j == int_start || j >= s.size() || s[j] != '.') return 0;
+  size_t frac_start = ++j;
+  while (j < s.size() && j - frac_start < 4 && is_digit(s[j])) ++j;
+  if (j == frac_start || j - frac_start > 3 || j >= s.size() || s[j] != ' ') return 0;
+  return j + 1 < s.size() ? j + 1 : 0;
 }
 
 // pytest's failure report: the lines of the error it caught start with "E" and the source's
@@ -937,7 +970,7 @@ namespace {
 enum Parser : uint8_t {
   kStreamTag, kBareSgr, kBracketRank, kC10Header, kBracketTime, kOmpi, kKubePrefix, kDmesg, kRay, kCri, kIsoPlain,
   kSlurmLabel, kPdsh, kNccl, kGlog, kSyslog, kVllm, kPylogDefault, kCaretSgr, kCompose, kIsoSyslog, kIndent, kPytestError,
-  kParserCount
+  kClientOrdinal, kBuildkit, kParserCount
 };
 
 size_t p_indent(sv s);
@@ -959,6 +992,8 @@ size_t run_parser(Parser p, sv s, Attribution& a, bool pdsh) {
     case kIsoPlain: return p_iso_plain(s, a);
     case kSlurmLabel: return p_slurm_label(s, a);
     case kPdsh: return p_pdsh(s, a, pdsh);
+    case kClientOrdinal: return p_client_ordinal(s, a);
+    case kBuildkit: return p_buildkit(s);
     case kCompose: return p_compose(s, a);
     case kNccl: return p_nccl(s, a);
     case kGlog: return p_glog(s, a);
@@ -1074,6 +1109,7 @@ size_t candidates(char c, bool outermost, Parser* out) {
   } else if (is_digit(c)) {
     for (Parser p : {kIsoSyslog, kCri, kIsoPlain, kSlurmLabel}) out[n++] = p;
     if (outermost) out[n++] = kStreamTag;
+    if (outermost) out[n++] = kClientOrdinal;
     if (outermost) out[n++] = kPdsh;
     out[n++] = kNccl;
   } else if (c == ' ') {
@@ -1084,6 +1120,7 @@ size_t candidates(char c, bool outermost, Parser* out) {
     if (outermost) out[n++] = kStreamTag;  // "node-1 [stderr] ...": a runner's envelope
     if (outermost) out[n++] = kCompose;    // "vllm-1  | ...": docker compose's envelope
     if (outermost && c == 'E') out[n++] = kPytestError;  // "E       AssertionError: ..."
+    if (outermost && c == '#') out[n++] = kBuildkit;     // "#42 15.84 ...": a docker build step
     if (is_severity_letter(c, false)) out[n++] = kGlog;
     if (is_upper(c))
       for (Parser p : {kSyslog, kVllm, kOmpi, kPylogDefault}) out[n++] = p;

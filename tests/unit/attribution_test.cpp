@@ -98,6 +98,32 @@ TEST_CASE("attribution: Python logging with the time in the logger's place (%(le
   CHECK(b.body == "Sending process 1 closing signal SIGTERM");
 }
 
+TEST_CASE("attribution: torch_xla's xla_dist worker prefix (time, client address, [ordinal])") {
+  // "%(asctime)-12s %(clientip)s [%(ordinal)s] %(message)s" (Lightning-AI/pytorch-lightning#7197).
+  auto a = attr("2021-04-23 18:14:43 10.164.0.29 [3]   File \"/home/u/trainer.py\", line 316, in __init__");
+  CHECK(a.rank == 3);
+  CHECK(a.host == "10.164.0.29");
+  CHECK(ts(a) == "2021-04-23T18:14:43");
+  CHECK(a.body == "  File \"/home/u/trainer.py\", line 316, in __init__");  // a traceback line keeps its indent
+  auto b = attr("2021-04-23 18:14:46 10.164.0.27 [0] TPU available: True, using: 8 TPU cores");
+  CHECK(b.rank == 0);
+  CHECK(b.body == "TPU available: True, using: 8 TPU cores");
+  // Not an address, or not a bare ordinal: not this prefix.
+  CHECK(attr("2021-04-23 18:14:43 10.164.0 [3] x").rank < 0);
+  CHECK(attr("2021-04-23 18:14:43 10.164.0.29 [rank3] x").rank < 0);
+}
+
+TEST_CASE("attribution: Docker BuildKit's plain progress prefix (#step seconds)") {
+  // deepspeedai/DeepSpeed#7544: a pip install inside `docker build` fails on an import.
+  auto a = attr("#42 15.84       NameError: name '_disable_dynamo_if_unsupported' is not defined");
+  CHECK(a.body == "      NameError: name '_disable_dynamo_if_unsupported' is not defined");
+  CHECK(attr("#8 0.391 Get:1 http://deb.debian.org/debian bookworm InRelease").body ==
+        "Get:1 http://deb.debian.org/debian bookworm InRelease");
+  // gdb's frames and a bare step header are not it.
+  CHECK(attr("#0  0x00007f3c8e2a in raise () from /lib64/libc.so.6").body == "#0  0x00007f3c8e2a in raise () from /lib64/libc.so.6");
+  CHECK(attr("#42 [stage-1 3/7] RUN pip install deepspeed").body == "#42 [stage-1 3/7] RUN pip install deepspeed");
+}
+
 TEST_CASE("attribution: a block-indented paste keeps its rank prefix; a traceback's own bracket line keeps its indent") {
   struct Case {
     std::string_view line;
