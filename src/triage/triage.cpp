@@ -15,6 +15,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <random>
 #include <set>
 #include <thread>
 
@@ -115,7 +116,8 @@ struct JobOutput {
   // What its jsonl line shows (none: only the error). On the heap: a finished row may wait for
   // its turn, and a Diagnosis held inline cost every waiting row about 1 KB after it was dropped.
   std::unique_ptr<Diagnosis> diagnosis;
-  std::string line;    // the jsonl line, once finished
+  std::string line;    // the jsonl line, once finished (with --redact: with stand-ins, MaskInJobOrder)
+  std::vector<std::string> hosts_to_learn, texts_to_mask;  // --redact: its diagnosis taken apart
   size_t counted = 0;  // what WaitingRows counts of it while it waits in memory
 };
 
@@ -140,8 +142,10 @@ class RowBytes {
     b.put_number(static_cast<uint64_t>(static_cast<int64_t>(r.rank.value_or(0))));
     b.put_number(r.bytes);
     b.put_number(r.skipped);
-    b.put_number(r.gpus.size());
-    for (const auto& g : r.gpus) b.put(g);
+    for (const auto* list : {&r.gpus, &o.hosts_to_learn, &o.texts_to_mask}) {
+      b.put_number(list->size());
+      for (const auto& item : *list) b.put(item);
+    }
     return std::move(b.bytes_);
   }
 
@@ -159,7 +163,8 @@ class RowBytes {
     if (has_rank) r.rank = static_cast<int>(rank);
     r.bytes = b.get_number();
     r.skipped = b.get_number();
-    for (uint64_t n = b.get_number(); n > 0 && b.ok_; --n) b.get(r.gpus.emplace_back());
+    for (auto* list : {&r.gpus, &o->hosts_to_learn, &o->texts_to_mask})
+      for (uint64_t n = b.get_number(); n > 0 && b.ok_; --n) b.get(list->emplace_back());
     if (!b.ok_ || !b.in_.empty()) return nullptr;
     return o;
   }
@@ -213,8 +218,8 @@ class WaitingRows {
   // its diagnosis (--redact: the writer masks it in job order) stays in memory, uncounted.
   void park(RowSlot& slot) {
     JobOutput& o = *slot.out;
-    if (o.diagnosis) return;
     o.counted = sizeof(JobOutput) + o.line.size() + o.rec.job.size() + o.rec.first_error.size() + o.rec.error.size();
+    for (const auto& t : o.texts_to_mask) o.counted += sizeof t + t.size();
     if (in_memory_.fetch_add(o.counted) + o.counted <= budget_) return;
     const std::string bytes = RowBytes::of(o);
     std::lock_guard<std::mutex> lock(mu_);
@@ -259,34 +264,97 @@ class WaitingRows {
   std::atomic<size_t> in_memory_{0};
 };
 
-// Masks a job's outcome (with `r`), builds its jsonl line and drops the diagnosis. Without
-// --redact the workers call it; with it the writer does, in job order, so that one Redactor
-// numbers the pseudonyms of the whole run the same way whatever -j is.
-void finish_output(JobOutput& o, Redactor* r, bool want_json, const Library& lib) {
-  if (r) {
-    if (o.diagnosis) redact_diagnosis(*o.diagnosis, *r);  // first: it knows the job's hosts
-    for (std::string* s : {&o.rec.job, &o.rec.error, &o.rec.first_error, &o.rec.host}) *s = r->mask(*s);
+// The jsonl line of a finished row: the row's own keys first, then its diagnosis (its fields as
+// in `diagnose --format json`), with `job` and `error` standing for the row's own.
+std::string row_line(const JobOutput& o, const std::string& job, const std::string& error, const Library& lib) {
+  json j = json::object();
+  j["schema"] = kTriageJobSchema;
+  j["type"] = "job";
+  j["job"] = job;
+  j["date"] = o.rec.date.empty() ? json(nullptr) : json(o.rec.date);
+  if (!o.diagnosis || !o.rec.error.empty()) j["error"] = error;
+  if (o.diagnosis) {
+    json d = diagnosis_to_json(*o.diagnosis, lib);
+    for (auto& [key, value] : d.items())
+      if (key != "schema") j[key] = std::move(value);
   }
-  // Job names (file and member names) and log lines are printed to terminals and CI logs.
+  return j.dump(-1, ' ', false, json::error_handler_t::replace);
+}
+
+// Without --redact a worker finishes a row whole: its texts neutralised (job names and log lines
+// are printed to terminals and CI logs), its jsonl line built, its diagnosis dropped.
+void finish_output(JobOutput& o, bool want_json, const Library& lib) {
   if (o.diagnosis) neutralize_diagnosis(*o.diagnosis);
   for (std::string* s : {&o.rec.job, &o.rec.error, &o.rec.first_error, &o.rec.host}) *s = safe_line(*s);
-  if (want_json) {
-    // The row's own keys first, then the job's diagnosis (its fields as in `diagnose --format json`).
-    json j = json::object();
-    j["schema"] = kTriageJobSchema;
-    j["type"] = "job";
-    j["job"] = o.rec.job;
-    j["date"] = o.rec.date.empty() ? json(nullptr) : json(o.rec.date);
-    if (!o.diagnosis || !o.rec.error.empty()) j["error"] = o.rec.error;
-    if (o.diagnosis) {
-      json d = diagnosis_to_json(*o.diagnosis, lib);
-      for (auto& [key, value] : d.items())
-        if (key != "schema") j[key] = std::move(value);
-    }
-    o.line = j.dump(-1, ' ', false, json::error_handler_t::replace);
-  }
+  if (want_json) o.line = row_line(o, o.rec.job, o.rec.error, lib);
   o.diagnosis.reset();
 }
+
+// With --redact one Redactor masks the rows in job order, in the writer, so that the pseudonyms
+// of the whole run are numbered the same way whatever -j is. A row waiting for its turn kept its
+// whole Diagnosis for that (124 MB for a zip of 100,000 members), so a worker takes it apart
+// instead: the hosts it reveals, its texts (for_each_text()'s, in order), and its jsonl line
+// built with a stand-in for each text. The writer masks the texts exactly as redact_diagnosis()
+// would and puts them in place of their stand-ins. A stand-in carries a random number drawn for
+// the run, so no log or library text can be taken for one.
+class MaskInJobOrder {
+ public:
+  MaskInJobOrder() {
+    std::random_device rd;
+    marker_ = fmt::format("@ff{:08x}{:08x}:", rd(), rd());
+  }
+
+  // The worker's part.
+  void take_apart(JobOutput& o, bool want_json, const Library& lib) const {
+    if (o.diagnosis) {
+      o.hosts_to_learn = hosts_revealed(*o.diagnosis);
+      for_each_text(*o.diagnosis, [&](std::string& s) {
+        if (s.empty()) return;  // masks and neutralises to itself; a stand-in would fill a null
+        o.texts_to_mask.push_back(std::move(s));
+        s = stand_in(std::to_string(o.texts_to_mask.size() - 1));
+      });
+    }
+    if (want_json) o.line = row_line(o, stand_in("job"), stand_in("error"), lib);
+    o.diagnosis.reset();
+  }
+
+  // The writer's part, in job order.
+  void mask(JobOutput& o, Redactor& r) const {
+    std::vector<std::string*> texts;
+    for (auto& t : o.texts_to_mask) texts.push_back(&t);
+    redact_texts(o.hosts_to_learn, texts, r);  // first: it knows the job's hosts
+    for (std::string* s : {&o.rec.job, &o.rec.error, &o.rec.first_error, &o.rec.host}) *s = safe_line(r.mask(*s));
+    for (auto& t : o.texts_to_mask) t = safe_line(t);
+    if (!o.line.empty()) o.line = fill_stand_ins(o);
+    o.hosts_to_learn.clear();
+    o.texts_to_mask.clear();
+  }
+
+ private:
+  std::string stand_in(const std::string& key) const { return marker_ + key + "@"; }
+
+  std::string fill_stand_ins(const JobOutput& o) const {
+    std::string out;
+    size_t at = 0;
+    for (size_t m; (m = o.line.find(marker_, at)) != std::string::npos;) {
+      size_t key_at = m + marker_.size(), end = o.line.find('@', key_at);
+      if (end == std::string::npos) break;
+      const std::string key = o.line.substr(key_at, end - key_at);
+      const std::string* value = key == "job" ? &o.rec.job : key == "error" ? &o.rec.error : nullptr;
+      if (!value && !key.empty() && key.size() < 10 && key.find_first_not_of("0123456789") == std::string::npos &&
+          std::stoul(key) < o.texts_to_mask.size())
+        value = &o.texts_to_mask[std::stoul(key)];
+      if (!value) break;  // cannot happen: every stand-in was written by take_apart
+      // Inside a JSON string: the value escaped as nlohmann escapes it, without its quotes.
+      const std::string quoted = json(*value).dump(-1, ' ', false, json::error_handler_t::replace);
+      out.append(o.line, at, m - at).append(quoted, 1, quoted.size() - 2);
+      at = end + 1;
+    }
+    return out.append(o.line, at, std::string::npos);
+  }
+
+  std::string marker_;
+};
 
 // Analyses a job of files (a directory's, or one given file). They count as found, not named: a
 // binary one is counted in the summary, not reported.
@@ -312,8 +380,9 @@ void run_files(const JobSpec& spec, const Matcher& matcher, const AnalyzeOptions
 constexpr size_t kIndexedZipMembers = 4096;
 
 void run_archive(const std::vector<const JobSpec*>& jobs, const Matcher& matcher, const AnalyzeOptions& ao,
-                 std::vector<RowSlot>& results, const std::vector<size_t>& slots, bool want_json,
-                 bool redact, WaitingRows& waiting, const std::function<void(size_t slot, uint64_t bytes)>& job_done) {
+                 std::vector<RowSlot>& results, const std::vector<size_t>& slots,
+                 const std::function<void(JobOutput&)>& finish_on_worker, WaitingRows& waiting,
+                 const std::function<void(size_t slot, uint64_t bytes)>& job_done) {
   const std::string& path = jobs.front()->archive;
   // member -> index into jobs, sorted by member: a map of 100,000 members cost 7 MB.
   std::vector<std::pair<std::string_view, size_t>> member_job;
@@ -359,7 +428,7 @@ void run_archive(const std::vector<const JobSpec*>& jobs, const Matcher& matcher
     JobOutput& out = *slot.out;
     out.rec = std::move(rec);
     if (!(out.rec.verdict == "error" && d.inputs.empty())) out.diagnosis = std::make_unique<Diagnosis>(std::move(d));
-    if (!redact) finish_output(out, nullptr, want_json, matcher.library());
+    finish_on_worker(out);
     const uint64_t bytes = out.rec.bytes;
     waiting.park(slot);
     job_done(slots[i], bytes);
@@ -814,6 +883,11 @@ int run_triage(const TriageOptions& o, std::ostream& out) {
     // the number of jobs.
     std::vector<RowSlot> results(jobs.size());
     WaitingRows waiting(o.waiting_row_bytes);  // the finished rows' lines past a byte budget
+    const MaskInJobOrder mask_in_order;
+    auto finish_on_worker = [&](JobOutput& out) {
+      if (redact) mask_in_order.take_apart(out, want_json, lib);
+      else finish_output(out, want_json, lib);
+    };
     std::vector<bool> done(jobs.size(), false);
     std::mutex mu;
     std::condition_variable cv;
@@ -855,7 +929,7 @@ int run_triage(const TriageOptions& o, std::ostream& out) {
           std::vector<const JobSpec*> js;
           for (size_t i : item) js.push_back(&jobs[i]);
           // Each job is handed to the writer as it is finished, not when the whole archive is.
-          run_archive(js, matcher, ao, results, item, want_json, redact, waiting, mark_done);
+          run_archive(js, matcher, ao, results, item, finish_on_worker, waiting, mark_done);
         } else {
           size_t i = item[0];
           const JobSpec& spec = jobs[i];
@@ -866,7 +940,7 @@ int run_triage(const TriageOptions& o, std::ostream& out) {
           } else {
             run_files(spec, matcher, ao, res);
           }
-          if (!redact) finish_output(res, nullptr, want_json, lib);
+          finish_on_worker(res);
           const uint64_t bytes = res.rec.bytes;
           waiting.park(results[i]);
           mark_done(i, bytes);
@@ -900,7 +974,7 @@ int run_triage(const TriageOptions& o, std::ostream& out) {
           if (!dates.keeps(res.rec)) {
             summary.left_out(res.rec);
           } else {
-            if (redact) finish_output(res, &redactor, want_json, lib);
+            if (redact) mask_in_order.mask(res, redactor);
             if (want_json && !(o.unknown_only && res.rec.verdict != "unrecognized")) out << res.line << "\n";
             if (csv) write_csv_row(res.rec, o, out);
             summary.add(res.rec);

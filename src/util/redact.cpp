@@ -835,25 +835,37 @@ std::string_view redact_level_what(RedactLevel level) {
   return "";
 }
 
-RedactCounts redact_diagnosis(Diagnosis& d, Redactor& r) {
+std::vector<std::string> hosts_revealed(const Diagnosis& d) {
   // Every host the attribution stage found (rank prefixes, syslog, NCCL, pdsh, file names).
-  for (const auto& rank : d.ranks) r.add_host(rank.host);
+  std::vector<std::string> hosts;
+  for (const auto& rank : d.ranks) hosts.push_back(rank.host);
   auto add_evidence_host = [&](const std::optional<Evidence>& e) {
-    if (e) r.add_host(e->host);
+    if (e) hosts.push_back(e->host);
   };
   auto add_decision_hosts = [&](const RankDecision& dec) {
-    r.add_host(dec.host);
+    hosts.push_back(dec.host);
     add_evidence_host(dec.first_evidence);
   };
   add_decision_hosts(d.initiating);
-  for (const auto& e : d.evidence) r.add_host(e.host);
+  for (const auto& e : d.evidence) hosts.push_back(e.host);
   for (const auto& rank : d.ranks) add_evidence_host(rank.first_event);
   add_evidence_host(d.first_error);
-  if (d.launcher_first_failure) r.add_host(d.launcher_first_failure->line.host);
+  if (d.launcher_first_failure) hosts.push_back(d.launcher_first_failure->line.host);
   if (d.suspect) add_decision_hosts(*d.suspect);
-  for (const auto& h : d.action.exclude_hosts) r.add_host(h);
-  for_each_text(d, [&](std::string& s) { r.learn(s); });
-  for_each_text(d, [&](std::string& s) { s = r.mask_learned(s); });
+  for (const auto& h : d.action.exclude_hosts) hosts.push_back(h);
+  return hosts;
+}
+
+void redact_texts(const std::vector<std::string>& hosts, const std::vector<std::string*>& texts, Redactor& r) {
+  for (const auto& h : hosts) r.add_host(h);
+  for (const std::string* s : texts) r.learn(*s);
+  for (std::string* s : texts) *s = r.mask_learned(*s);
+}
+
+RedactCounts redact_diagnosis(Diagnosis& d, Redactor& r) {
+  std::vector<std::string*> texts;
+  for_each_text(d, [&](std::string& s) { texts.push_back(&s); });
+  redact_texts(hosts_revealed(d), texts, r);
   return r.counts();
 }
 

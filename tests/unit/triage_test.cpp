@@ -11,6 +11,7 @@
 
 #include "firstfault/render/markdown.h"
 #include "firstfault/triage/triage.h"
+#include "firstfault/util/redact.h"
 #include "firstfault/util/line_template.h"
 #include "firstfault/reader/archive.h"
 #include "test_support.h"
@@ -254,6 +255,28 @@ TEST_CASE("triage: rows that wait for their turn past the byte budget go through
   CHECK(in_memory.find("\"id\":\"cuda-oom\"") != std::string::npos);
   CHECK(run(0, 1) == in_memory);
   CHECK(run(300, 2) == in_memory);  // some in memory, some in the file
+  // With --redact the rows are masked in job order, long after their diagnoses were dropped:
+  // parked or not, on one worker or two, the same pseudonyms, no host left, no stand-in shown.
+  dir.write("top/job-3/rank1.log", "gpu-node-07:1234:1300 [1] NCCL WARN NET/IB : Got completion from peer 10.1.2.3<5678> with error 12\n");
+  REQUIRE(std::system(("cd " + dir.path() + " && tar cf r.tar top").c_str()) == 0);
+  auto redacted = [&](size_t budget, unsigned jobs, const char* format) {
+    return triage_output(dir.path() + "/r.tar", [&](TriageOptions& o) {
+      o.jobs = jobs;
+      o.waiting_row_bytes = budget;
+      o.format = format;
+      o.redact = RedactLevel::kAll;
+    });
+  };
+  for (const char* format : {"jsonl", "markdown"}) {
+    INFO(format);
+    const std::string masked = redacted(size_t{8} << 20, 1, format);
+    CHECK(masked.find("gpu-node-07") == std::string::npos);
+    CHECK(masked.find("10.1.2.3") == std::string::npos);
+    if (std::string_view(format) == "jsonl") CHECK(masked.find("host-1") != std::string::npos);  // the rank's host
+    CHECK(masked.find("@ff") == std::string::npos);
+    CHECK(redacted(0, 1, format) == masked);
+    CHECK(redacted(0, 2, format) == masked);
+  }
   // A parked row is its record too: the table and CSV are built from records alone.
   for (const char* format : {"table", "csv"}) {
     auto as = [&](size_t budget) {

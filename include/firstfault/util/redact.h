@@ -88,7 +88,7 @@ class Redactor {
   const RedactCounts& counts() const { return counts_; }
 
  private:
-  friend RedactCounts redact_diagnosis(Diagnosis& d, Redactor& r);
+  friend void redact_texts(const std::vector<std::string>& hosts, const std::vector<std::string*>& texts, Redactor& r);
   std::string mask_learned(std::string_view text);  // mask without learning (already done)
   using Span = redact_detail::Span;
   // Pseudonyms are numbered when first printed (or, for add_host, when added), so the numbers
@@ -117,5 +117,11 @@ class Redactor {
 // Masks every log-derived string of `d` in place: first learns the hosts the job revealed (in
 // rank order, so host-1 is the lowest rank's node) and everything the text reveals, then masks.
 RedactCounts redact_diagnosis(Diagnosis& d, Redactor& r);
+
+// redact_diagnosis() in two steps, for a diagnosis taken apart (triage masks a job's texts in job
+// order, long after its Diagnosis was dropped): the hosts it reveals, in the order they are
+// numbered, then the masking of its texts (for_each_text()'s, in its order) given those hosts.
+std::vector<std::string> hosts_revealed(const Diagnosis& d);
+void redact_texts(const std::vector<std::string>& hosts, const std::vector<std::string*>& texts, Redactor& r);
 
 }  // namespace firstfault
