@@ -143,6 +143,10 @@ void for_each_text(Diagnosis& d, const std::function<void(std::string&)>& fn) {
       fn(f.file);
       fn(f.func);
     }
+  for (auto& c : d.clock_skew) {
+    fn(c.host);
+    fn(c.reference);
+  }
   for (auto& h : d.action.exclude_hosts) fn(h);
   for (auto& g : d.action.exclude_gpus) fn(g);
   fn(d.action.reason);
