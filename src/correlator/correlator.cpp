@@ -368,7 +368,30 @@ Correlator::ErrorLines Correlator::error_lines() const {
         e.benign.insert({h.input, h.line});
       }
   add_headless_tracebacks(e, kTracebackLines);
+  mark_teardown_after_completion(e);
   return e;
+}
+
+// A rank that said its training completed ("Training completed", "exits successfully") and then
+// printed NCCL warnings was tearing down: ncclCommDestroy and the process exit close sockets and
+// deregister buffers whose peers have already gone ("socket state (9) is not ready", "deregister
+// IPC buffer ... failed"). Those warnings are no failure. An error of another kind after the
+// marker (a final checkpoint that cannot be written) still counts.
+void Correlator::mark_teardown_after_completion(ErrorLines& e) const {
+  auto marker = lib_.find_pattern("job_completion_marker");
+  if (!marker || events_by_def_[*marker].empty()) return;
+  std::map<std::pair<uint32_t, int>, uint64_t> completed_at;  // (input, rank) -> first marker line
+  for (const Event& ev : events_by_def_[*marker]) {
+    auto [it, fresh] = completed_at.try_emplace({ev.input, ev.rank}, ev.line);
+    if (!fresh) it->second = std::min(it->second, ev.line);
+  }
+  for (const Event* ev : e.lines) {
+    auto it = completed_at.find({ev->input, ev->rank});
+    if (it == completed_at.end() || ev->line <= it->second || ev->text.view().find("NCCL WARN ") == std::string_view::npos)
+      continue;
+    e.benign.insert({ev->input, ev->line});
+    e.after_completion.insert({ev->input, ev->line});
+  }
 }
 
 // Traceback frames a paste kept without their header and without the exception that closed

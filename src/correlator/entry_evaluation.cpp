@@ -52,6 +52,8 @@ std::vector<Correlator::Hits> Correlator::evaluate_entries(const ErrorLines& err
         // A finalizer's traceback that Python ignored ("Exception ignored in: ...") stopped
         // nothing: an error in it is not what ended the job, for any entry.
         if (ok && e.refs[r].role != Role::kContext && !errors.ignored.empty() && errors.in_ignored_block(ev)) ok = false;
+        // Nor are NCCL's warnings of a rank tearing down after it completed.
+        if (ok && e.refs[r].role != Role::kContext && errors.after_completion.count({ev.input, ev.line})) ok = false;
         if (ok) h.by_ref[r].push_back(&ev);
       }
     }

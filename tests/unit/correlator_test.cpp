@@ -777,3 +777,23 @@ TEST_CASE("correlator: a last resort reads an unknown error's words, by level, a
     CHECK(d.verdict == "clean");
   }
 }
+
+TEST_CASE("correlator: NCCL's warnings after a rank said its training completed are its teardown, not a failure") {
+  // pytorch/torchtitan autoresearch run153: ncclCommDestroy after "Training completed" warns about
+  // sockets and IPC buffers of peers that already exited.
+  Fixture f;
+  const std::string done =
+      "[rank0]:[titan] 2026-05-19 22:43:18,270 - root - INFO - step: 10  loss:  6.52811\n"
+      "[rank0]:[titan] 2026-05-19 22:43:20,271 - root - INFO - Training completed\n";
+  const std::string teardown =
+      "[rank0]:[2026-05-19 22:43:20] devgpu020:1553384:1553384 [0] misc/socket.cc:581 NCCL WARN ncclSocketSend: socket "
+      "state (9) is not ready\n"
+      "[rank0]:[2026-05-19 22:43:20] devgpu020:1553384:1553384 [0] register/register.cc:95 NCCL WARN rank 0 deregister "
+      "IPC buffer 0xc7c2000000 peerRank 1 failed\n";
+  CHECK(f.run(done + teardown).verdict == "clean");
+  // The same warnings before the marker are the failure's.
+  CHECK(f.run(teardown + done).verdict != "clean");
+  // An error of another kind after the marker still counts: the final save failed.
+  Diagnosis save = f.run(done + teardown + "[rank0]: OSError: [Errno 28] No space left on device: '/ckpt/final'\n");
+  CHECK(save.verdict == "diagnosed");
+}

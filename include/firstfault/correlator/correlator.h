@@ -219,6 +219,9 @@ class Correlator {
     // -> last line): nothing in them stopped the program, so no entry's root or cascade is read
     // there. Ordered, so a hostile log with thousands of them costs a lookup per event.
     std::map<std::tuple<uint32_t, int, uint64_t>, uint64_t> ignored;
+    // NCCL's warnings a rank printed after it said its training completed (a teardown's sockets
+    // and buffers whose peers already exited): (input, line). Nothing is read there either.
+    std::set<std::pair<uint32_t, uint64_t>> after_completion;
     bool is_benign(const Event& ev) const { return benign.count({ev.input, ev.line}) > 0; }
     bool is_error(const Event& ev) const { return error_at.count({ev.input, ev.line}) > 0; }
     bool in_ignored_block(const Event& ev) const {
@@ -231,6 +234,7 @@ class Correlator {
   };
   ErrorLines error_lines() const;
   void add_headless_tracebacks(ErrorLines& e, uint64_t window) const;
+  void mark_teardown_after_completion(ErrorLines& e) const;
   // Keeps in by_rank[ev.rank] the earlier of ev and what is there.
   void keep_earliest(std::map<int, const Event*>& by_rank, const Event& ev) const;
   // Each rank's first error line of its own: one that no cascade or teardown pattern claims,
