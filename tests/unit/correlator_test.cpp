@@ -3,6 +3,7 @@
 
 #include "firstfault/app/pipeline.h"
 #include "firstfault/render/render.h"
+#include "skewed_clock_log.h"
 #include "test_support.h"
 
 using namespace firstfault;
@@ -697,18 +698,7 @@ TEST_CASE("correlator: a Slurm record (sacct, scontrol show job) given with the 
 
 TEST_CASE("correlator: a host whose clock runs ahead is estimated from the timeouts all ranks report, and its events are ordered on the reference clock") {
   Fixture f;
-  // Ranks 0-3 on gpu-a, 4-7 on gpu-b, whose clock runs 60 s ahead. Rank 5 runs out of memory
-  // 30 s before rank 1 does (10:01:30 on gpu-b's clock is 10:00:30 on gpu-a's); the others
-  // time out together, each host printing its own clock.
-  std::string log;
-  for (int r = 0; r < 8; ++r)
-    log += fmt::format("[rank{0}]:gpu-{1}:{2}:{2} [{3}] NCCL INFO comm 0x5{0} rank {0} nranks 8 cudaDev {3} nvmlDev {3} busId "
-                       "{4}b000 commId 0x1 - Init COMPLETE\n",
-                       r, r < 4 ? 'a' : 'b', 4000 + r, r % 4, r % 4 + 1);
-  log += oom(1, "10:01:00") + oom(5, "10:01:30");
-  for (int r : {0, 2, 3}) log += timeout(r, 77, "ALLREDUCE", "10:11:00");
-  for (int r : {4, 6, 7}) log += timeout(r, 77, "ALLREDUCE", "10:12:00");
-  Diagnosis d = f.run(log);
+  Diagnosis d = f.run(test::two_host_skewed_clock_log());
   REQUIRE(d.clock_skew.size() == 1);
   CHECK(d.clock_skew[0].host == "gpu-b");
   CHECK(d.clock_skew[0].reference == "gpu-a");

@@ -19,6 +19,7 @@
 #include "firstfault/util/safe_text.h"
 #include "firstfault/watch/watch_command.h"
 #include "harness.h"
+#include "skewed_clock_log.h"
 #include "test_support.h"
 
 using namespace firstfault;
@@ -268,31 +269,18 @@ TEST_CASE("redact: host-1 is the host of the lowest rank, so pseudonyms follow t
 }
 
 TEST_CASE("redact: the hosts of a clock-skew estimate are masked like every other host") {
-  // Two hosts whose timeouts of the same collective are a minute apart: the diagnosis names both
-  // in its clock_skew list (text: "Clocks: host ... runs 60.0 s ahead of host ...").
+  // The diagnosis names both hosts in its clock_skew list (text: "Clocks: host gpu-b runs 60.0 s
+  // ahead of host gpu-a").
   Fixture f;
-  std::string log;
-  for (int r = 0; r < 8; ++r)
-    log += fmt::format("[rank{0}]:gpunode-{1}:{2}:{2} [{3}] NCCL INFO comm 0x5{0} rank {0} nranks 8 cudaDev {3} nvmlDev {3} "
-                       "busId {4}b000 commId 0x1 - Init COMPLETE\n",
-                       r, r < 4 ? 'a' : 'b', 4000 + r, r % 4, r % 4 + 1);
-  for (int r : {1, 5})
-    log += fmt::format("[rank{}]:[E1107 10:01:{}.000000000 train.cpp:1] torch.OutOfMemoryError: CUDA out of memory. Tried to "
-                       "allocate 2.00 GiB. GPU 0 has a total capacity of 79.10 GiB\n", r,
-                       r == 1 ? "00" : "30");
-  for (int r : {0, 2, 3, 4, 6, 7})
-    log += fmt::format("[rank{0}]:[E1107 10:1{1}:00.300000000 ProcessGroupNCCL.cpp:607] [Rank {0}] Watchdog caught "
-                       "collective operation timeout: WorkNCCL(SeqNum=77, OpType=ALLREDUCE, NumelIn=1, NumelOut=1, "
-                       "Timeout(ms)=600000) ran for 600071 milliseconds before timing out.\n",
-                       r, r < 4 ? 1 : 2);
   test::TempDir dir;
-  Diagnosis d = f.run(dir.write("job.log", log));
+  Diagnosis d = f.run(dir.write("job.log", test::two_host_skewed_clock_log()));
   REQUIRE(d.clock_skew.size() == 1);
   Redactor r;
   redact_diagnosis(d, r);
   for (const auto& [format, out] : all_formats(d, f.lib, true)) {
     INFO(format);
-    CHECK(out.find("gpunode") == std::string::npos);
+    CHECK(out.find("gpu-a") == std::string::npos);
+    CHECK(out.find("gpu-b") == std::string::npos);
   }
 }
 
