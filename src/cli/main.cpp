@@ -4,11 +4,13 @@
 #include <spdlog/sinks/stdout_color_sinks.h>
 #include <spdlog/spdlog.h>
 
+#include <malloc.h>
 #include <sys/resource.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <csignal>
+#include <cstdlib>
 #include <filesystem>
 #include <cstring>
 #include <iostream>
@@ -115,9 +117,19 @@ void raise_open_file_limit() {
     ::setrlimit(RLIMIT_NOFILE, &rl);
   }
 }
+// glibc gives each thread that allocates an arena of its own, and a freed block stays in the
+// arena that made it: with two reading threads a hostile log's peak RSS wandered up to 65.6 MB of
+// the 64 MiB bound. Two arenas cost no speed here (the hot path allocates little) and cut that
+// peak by 2.6 MB (docs/performance.md). MALLOC_ARENA_MAX, when set, still decides.
+void limit_malloc_arenas() {
+#if defined(__GLIBC__)
+  if (!std::getenv("MALLOC_ARENA_MAX")) ::mallopt(M_ARENA_MAX, 2);
+#endif
+}
 }  // namespace
 
 int main(int argc, char** argv) {
+  limit_malloc_arenas();
   raise_open_file_limit();
   spdlog::set_default_logger(spdlog::stderr_color_mt("firstfault"));  // diagnostics never go to stdout
   spdlog::set_pattern("firstfault: %v");
