@@ -9,6 +9,7 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
+#include <optional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -72,7 +73,7 @@ class FdSource : public ByteSource {
 // libarchive reads compressed data through this callback, so stdin and files share one path
 // and the already-sniffed magic bytes are not lost.
 struct ArchiveFeed {
-  FdSource* raw;
+  ByteSource* raw;
   std::vector<char> buf = std::vector<char>(1 << 20);
   uint64_t* compressed_bytes;
 };
@@ -129,7 +130,7 @@ class ArchiveDataSource : public ByteSource {
 
 class ArchiveSource : public ArchiveDataSource {
  public:
-  ArchiveSource(FdSource* raw, uint64_t* compressed_bytes)
+  ArchiveSource(ByteSource* raw, uint64_t* compressed_bytes)
       : ArchiveDataSource(archive_read_new(), "corrupt compressed stream"),
         feed_{raw, std::vector<char>(1 << 20), compressed_bytes} {
     archive_read_support_filter_all(a_);
@@ -352,6 +353,45 @@ class MemberSource : public ArchiveDataSource {
   explicit MemberSource(struct archive* a) : ArchiveDataSource(a, "corrupt archive member") {}
 };
 
+// Bytes already read from a stream (its magic bytes), then the rest of the stream.
+class PrefixedSource : public ByteSource {
+ public:
+  PrefixedSource(std::string head, ByteSource& rest) : head_(std::move(head)), rest_(rest) {}
+  ssize_t read(char* buf, size_t n) override {
+    if (pos_ < head_.size()) {
+      size_t k = std::min(n, head_.size() - pos_);
+      std::memcpy(buf, head_.data() + pos_, k);
+      pos_ += k;
+      return static_cast<ssize_t>(k);
+    }
+    ssize_t r = rest_.read(buf, n);
+    if (r < 0) error_ = rest_.error();
+    return r;
+  }
+
+ private:
+  std::string head_;
+  ByteSource& rest_;
+  size_t pos_ = 0;
+};
+
+// Up to `n` first bytes of `src` (fewer at its end), or nothing with `error` set.
+std::optional<std::string> read_head(ByteSource& src, size_t n, std::string& error) {
+  std::string head(n, '\0');
+  size_t got = 0;
+  while (got < n) {
+    ssize_t r = src.read(head.data() + got, n - got);
+    if (r < 0) {
+      error = src.error();
+      return std::nullopt;
+    }
+    if (r == 0) break;
+    got += static_cast<size_t>(r);
+  }
+  head.resize(got);
+  return head;
+}
+
 // An uncompressed input whose first bytes, `head`, were already read from `fd`. A regular
 // file of kMappedMinBytes or more is read through a mapping; the rest (a last line without
 // '\n', lines written since, or what a mapping cannot give) with read() from where it ended.
@@ -379,10 +419,23 @@ std::optional<uint64_t> binary_marker(std::string_view head) {
 }
 
 Status read_archive_member(struct archive* a, BlockSink& sink, ReadStats& stats) {
-  MemberSource src(a);
-  Splitter splitter(sink, /*detect_binary=*/true);
-  Status s = splitter.pump(src, stats);
-  stats.compressed_bytes = stats.bytes;
+  MemberSource member(a);
+  std::string error;
+  std::optional<std::string> head = read_head(member, kBinaryProbeBytes, error);
+  if (!head) return Error{error};
+  stats.compression = sniff_compression(*head);
+  Splitter splitter(sink, /*detect_binary=*/true);  // on the decompressed content
+  PrefixedSource src(std::move(*head), member);
+  if (stats.compression.empty()) {
+    Status s = splitter.pump(src, stats);
+    stats.compressed_bytes = stats.bytes;
+    return s;
+  }
+  // A compressed member (rank0.log.gz in a tar) is read as a compressed file is.
+  ArchiveSource decompressed(&src, &stats.compressed_bytes);
+  if (!decompressed.open()) return Error{stats.compression + ": " + decompressed.error()};
+  Status s = splitter.pump(decompressed, stats);
+  if (!s.ok()) return Error{stats.compression + " stream: " + s.message() + " (kept what was read before it)"};
   return s;
 }
 

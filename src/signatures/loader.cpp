@@ -1,4 +1,5 @@
 #include "firstfault/signatures/loader.h"
+#include "firstfault/util/safe_text.h"
 
 #include <yaml-cpp/yaml.h>
 
@@ -60,8 +61,10 @@ std::string Override::format() const {
 }
 
 std::string LoadProblem::format() const {
-  if (loc.line > 0) return fmt::format("{}:{}:{}: {}", loc.file, loc.line, loc.col, message);
-  return fmt::format("{}: {}", loc.file, message);
+  // A signature file's key names, values and path come from whoever wrote it: one inert line, so
+  // an escape sequence in a key cannot restyle or rewrite the terminal that shows the error.
+  if (loc.line > 0) return safe_line(fmt::format("{}:{}:{}: {}", loc.file, loc.line, loc.col, message));
+  return safe_line(fmt::format("{}: {}", loc.file, message));
 }
 
 namespace {

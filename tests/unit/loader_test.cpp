@@ -68,6 +68,19 @@ TEST_CASE("loader: unknown key, with file:line:col") {
   REQUIRE(has(problems, "signatures/memory/bad.yaml:22:1: unknown key 'colour' in an entry"));
 }
 
+TEST_CASE("loader: an escape sequence in a key name is not echoed to the terminal") {
+  std::vector<LoadProblem> problems;
+  load({{"signatures/common/s.yaml", kShared},
+        {"signatures/memory/bad.yaml", entry("bad", "\"\\e]0;pwned\\a\\e[31mcolour\": red\n")}},
+       problems);
+  REQUIRE(has(problems, "signatures/memory/bad.yaml:22:1: unknown key"));
+  for (const auto& p : problems) {
+    INFO(p.format());
+    CHECK(p.format().find('\x1b') == std::string::npos);
+    CHECK(p.format().find('\a') == std::string::npos);
+  }
+}
+
 TEST_CASE("loader: invalid regex, missing field, bad role, id/file mismatch") {
   std::vector<LoadProblem> problems;
   load({{"signatures/common/s.yaml", kShared}, {"signatures/memory/bad.yaml", entry("bad", "", "boom (unclosed")}}, problems);

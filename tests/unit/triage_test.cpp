@@ -291,6 +291,26 @@ TEST_CASE("triage: rows that wait for their turn past the byte budget go through
   }
 }
 
+TEST_CASE("triage: a compressed member of an archive is read as a compressed file is") {
+  // rank1.log.gz inside a tar read as "only binary files" (the job came out clean); a member cut
+  // inside its gzip stream keeps what was read and names itself.
+  test::TempDir dir;
+  dir.write("top/job-a/rank0.log", "step 1 loss 2.0\n");
+  dir.write("top/job-a/rank1.log", kb("cuda-oom"));
+  dir.write("top/job-b/rank0.log", "step 1 loss 2.0\n");
+  dir.write("top/job-b/rank1.log.gz", std::string("\x1f\x8b\x08\x00broken", 10));
+  REQUIRE(std::system(("cd " + dir.path() + "/top/job-a && gzip rank1.log && cd " + dir.path() + " && tar cf m.tar top").c_str()) == 0);
+  const std::string out = triage_output(dir.path() + "/m.tar");
+  auto row_of = [&](const std::string& job) {
+    size_t at = out.find("\"job\":\"" + dir.path() + "/m.tar!" + job + "\"");
+    return at == std::string::npos ? std::string() : out.substr(at, out.find('\n', at) - at);
+  };
+  CHECK(row_of("job-a").find("\"verdict\":\"diagnosed\"") != std::string::npos);
+  CHECK(row_of("job-a").find("\"id\":\"cuda-oom\"") != std::string::npos);
+  CHECK(out.find("rank1.log.gz: gzip") != std::string::npos);  // job-b's damaged member, named
+  CHECK(out.find("only binary files") == std::string::npos);
+}
+
 TEST_CASE("triage: an archive of one job's folder stays one job") {
   test::TempDir dir;
   dir.write("job-17/rank0.log", kb("cuda-oom"));
