@@ -47,14 +47,8 @@ class ByteSource {
 
 class FdSource : public ByteSource {
  public:
-  FdSource(int fd, std::string prefix) : fd_(fd), prefix_(std::move(prefix)) {}
+  explicit FdSource(int fd) : fd_(fd) {}
   ssize_t read(char* buf, size_t n) override {
-    if (pos_ < prefix_.size()) {
-      size_t k = std::min(n, prefix_.size() - pos_);
-      std::memcpy(buf, prefix_.data() + pos_, k);
-      pos_ += k;
-      return static_cast<ssize_t>(k);
-    }
     for (;;) {
       ssize_t r = ::read(fd_, buf, n);
       if (r >= 0) return r;
@@ -66,7 +60,27 @@ class FdSource : public ByteSource {
 
  private:
   int fd_;
-  std::string prefix_;
+};
+
+// Bytes already read from a stream (its magic bytes), then the rest of the stream.
+class PrefixedSource : public ByteSource {
+ public:
+  PrefixedSource(std::string head, ByteSource& rest) : head_(std::move(head)), rest_(rest) {}
+  ssize_t read(char* buf, size_t n) override {
+    if (pos_ < head_.size()) {
+      size_t k = std::min(n, head_.size() - pos_);
+      std::memcpy(buf, head_.data() + pos_, k);
+      pos_ += k;
+      return static_cast<ssize_t>(k);
+    }
+    ssize_t r = rest_.read(buf, n);
+    if (r < 0) error_ = rest_.error();
+    return r;
+  }
+
+ private:
+  std::string head_;
+  ByteSource& rest_;
   size_t pos_ = 0;
 };
 
@@ -353,28 +367,6 @@ class MemberSource : public ArchiveDataSource {
   explicit MemberSource(struct archive* a) : ArchiveDataSource(a, "corrupt archive member") {}
 };
 
-// Bytes already read from a stream (its magic bytes), then the rest of the stream.
-class PrefixedSource : public ByteSource {
- public:
-  PrefixedSource(std::string head, ByteSource& rest) : head_(std::move(head)), rest_(rest) {}
-  ssize_t read(char* buf, size_t n) override {
-    if (pos_ < head_.size()) {
-      size_t k = std::min(n, head_.size() - pos_);
-      std::memcpy(buf, head_.data() + pos_, k);
-      pos_ += k;
-      return static_cast<ssize_t>(k);
-    }
-    ssize_t r = rest_.read(buf, n);
-    if (r < 0) error_ = rest_.error();
-    return r;
-  }
-
- private:
-  std::string head_;
-  ByteSource& rest_;
-  size_t pos_ = 0;
-};
-
 // Up to `n` first bytes of `src` (fewer at its end), or nothing with `error` set.
 std::optional<std::string> read_head(ByteSource& src, size_t n, std::string& error) {
   std::string head(n, '\0');
@@ -403,7 +395,8 @@ Status read_plain(int fd, bool may_map, std::string head, BlockSink& sink, ReadS
     if (::lseek(fd, static_cast<off_t>(mapped.offset), SEEK_SET) < 0) return Error{std::strerror(errno)};
     head.clear();
   }
-  FdSource raw(fd, std::move(head));
+  FdSource file(fd);
+  PrefixedSource raw(std::move(head), file);
   Splitter splitter(sink, /*detect_binary=*/false);  // the head was checked
   return splitter.pump(raw, stats);
 }
@@ -486,7 +479,7 @@ Status read_input(const InputSource& input, BlockSink& sink, ReadStats& stats) {
 
   if (stats.compression.empty()) {
     if (std::string_view kind = document_kind(head); !kind.empty()) {
-      FdSource raw(fd, "");
+      FdSource raw(fd);
       stats.bytes = head.size();
       Status s = read_document(kind, raw, std::move(head), sink, stats);
       stats.compressed_bytes = stats.bytes;
@@ -497,7 +490,8 @@ Status read_input(const InputSource& input, BlockSink& sink, ReadStats& stats) {
     stats.compressed_bytes = stats.bytes;
     return s;
   }
-  FdSource raw(fd, head);
+  FdSource file(fd);
+  PrefixedSource raw(head, file);
   Splitter splitter(sink, /*detect_binary=*/true);  // on the decompressed content
   ArchiveSource archive(&raw, &stats.compressed_bytes);
   if (!archive.open()) return Error{stats.compression + ": " + archive.error()};
