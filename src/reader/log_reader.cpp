@@ -411,25 +411,31 @@ std::optional<uint64_t> binary_marker(std::string_view head) {
   return nul;
 }
 
+// A compressed stream (`stats.compression` names its format; `raw` still holds its magic bytes),
+// decompressed and split into lines: a file, a pipe, or an archive member.
+Status read_compressed(ByteSource& raw, BlockSink& sink, ReadStats& stats) {
+  Splitter splitter(sink, /*detect_binary=*/true);  // on the decompressed content
+  ArchiveSource archive(&raw, &stats.compressed_bytes);
+  if (!archive.open()) return Error{stats.compression + ": " + archive.error()};
+  Status s = splitter.pump(archive, stats);
+  if (!s.ok()) return Error{stats.compression + " stream: " + s.message() + " (kept what was read before it)"};
+  return s;
+}
+
 Status read_archive_member(struct archive* a, BlockSink& sink, ReadStats& stats) {
   MemberSource member(a);
   std::string error;
   std::optional<std::string> head = read_head(member, kBinaryProbeBytes, error);
   if (!head) return Error{error};
   stats.compression = sniff_compression(*head);
-  Splitter splitter(sink, /*detect_binary=*/true);  // on the decompressed content
   PrefixedSource src(std::move(*head), member);
   if (stats.compression.empty()) {
+    Splitter splitter(sink, /*detect_binary=*/true);
     Status s = splitter.pump(src, stats);
     stats.compressed_bytes = stats.bytes;
     return s;
   }
-  // A compressed member (rank0.log.gz in a tar) is read as a compressed file is.
-  ArchiveSource decompressed(&src, &stats.compressed_bytes);
-  if (!decompressed.open()) return Error{stats.compression + ": " + decompressed.error()};
-  Status s = splitter.pump(decompressed, stats);
-  if (!s.ok()) return Error{stats.compression + " stream: " + s.message() + " (kept what was read before it)"};
-  return s;
+  return read_compressed(src, sink, stats);  // rank0.log.gz in a tar, as a compressed file is read
 }
 
 Status read_input_range(const InputSource& input, uint64_t begin, uint64_t end, BlockSink& sink, ReadStats& stats) {
@@ -463,25 +469,17 @@ Status read_input(const InputSource& input, BlockSink& sink, ReadStats& stats) {
   FdCloser closer{fd};
 
   // Read the first block (the magic bytes, and what binary detection looks at) without losing it.
-  std::string head(kBinaryProbeBytes, '\0');
-  size_t got = 0;
-  while (got < head.size()) {
-    ssize_t r = ::read(fd, head.data() + got, head.size() - got);
-    if (r < 0) {
-      if (errno == EINTR && !g_interrupted.load()) continue;
-      return Error{errno == EINTR ? "interrupted" : std::strerror(errno)};
-    }
-    if (r == 0) break;
-    got += static_cast<size_t>(r);
-  }
-  head.resize(got);
+  FdSource file(fd);
+  std::string error;
+  std::optional<std::string> first = read_head(file, kBinaryProbeBytes, error);
+  if (!first) return Error{error};
+  std::string head = std::move(*first);
   stats.compression = sniff_compression(head);
 
   if (stats.compression.empty()) {
     if (std::string_view kind = document_kind(head); !kind.empty()) {
-      FdSource raw(fd);
       stats.bytes = head.size();
-      Status s = read_document(kind, raw, std::move(head), sink, stats);
+      Status s = read_document(kind, file, std::move(head), sink, stats);
       stats.compressed_bytes = stats.bytes;
       return s;
     }
@@ -490,14 +488,8 @@ Status read_input(const InputSource& input, BlockSink& sink, ReadStats& stats) {
     stats.compressed_bytes = stats.bytes;
     return s;
   }
-  FdSource file(fd);
-  PrefixedSource raw(head, file);
-  Splitter splitter(sink, /*detect_binary=*/true);  // on the decompressed content
-  ArchiveSource archive(&raw, &stats.compressed_bytes);
-  if (!archive.open()) return Error{stats.compression + ": " + archive.error()};
-  Status s = splitter.pump(archive, stats);
-  if (!s.ok()) return Error{stats.compression + " stream: " + s.message() + " (kept what was read before it)"};
-  return s;
+  PrefixedSource raw(std::move(head), file);
+  return read_compressed(raw, sink, stats);
 }
 
 }  // namespace firstfault
