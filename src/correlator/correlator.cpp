@@ -214,13 +214,6 @@ void Correlator::add_event(Event ev) {
 }
 
 namespace {
-// What an event costs the heap, so that the budget bounds the process and not only the text:
-// strings past the small-string buffer in full, malloc's 16 bytes per block, and the event twice
-// for the doubling of its pattern's list (the hostile log of docs/performance.md held 51 MB
-// against a 20 MiB count before). Charging the list's actual growth instead let 13% more events
-// into the same budget, and the process grew by as much: the budget is the process's bound.
-constexpr size_t kMallocOverhead = 16;
-
 // Whose event it is, for keeping one per rank past the budget: its rank, else (an unprefixed
 // NCCL line, rank resolved later from its host and pid) a key of its process, kept negative.
 int rank_key(const Event& ev) {
@@ -229,16 +222,21 @@ int rank_key(const Event& ev) {
   return -2 - static_cast<int>(h & 0x3fffffff);
 }
 
-// The event's own heap bytes; its text is charged by the first event of its line to be stored.
+// What an event costs the heap, so that the budget bounds the process and not only the text:
+// strings past the small-string buffer in full, malloc's 16 bytes per block, and the event twice
+// for the doubling of its pattern's list (the hostile log of docs/performance.md held 51 MB
+// against a 20 MiB count before). Charging the list's actual growth instead let 13% more events
+// into the same budget, and the process grew by as much: the budget is the process's bound.
+// Its text is not in it: the first event of its line to be stored charges that (SharedText).
 size_t event_cost(const Event& ev) {
-  auto str = [](const std::string& s) { return s.capacity() > 15 ? s.capacity() + 1 + kMallocOverhead : 0; };
+  auto str = [](const std::string& s) { return s.capacity() > 15 ? s.capacity() + 1 + kMallocBlockOverhead : 0; };
   size_t n = 2 * sizeof(Event) + str(ev.host);
-  if (ev.captures.capacity() > 0) n += ev.captures.capacity() * sizeof(ev.captures[0]) + kMallocOverhead;
+  if (ev.captures.capacity() > 0) n += ev.captures.capacity() * sizeof(ev.captures[0]) + kMallocBlockOverhead;
   for (const auto& [k, v] : ev.captures) n += str(k) + str(v);
   return n;
 }
 // A node of an unordered_set<int> and its share of the buckets.
-constexpr size_t kRankSetEntryBytes = 16 + kMallocOverhead + sizeof(void*);
+constexpr size_t kRankSetEntryBytes = 16 + kMallocBlockOverhead + sizeof(void*);
 }  // namespace
 
 bool Correlator::rank_has_event(size_t def, int key) {

@@ -8,10 +8,6 @@
 
 namespace firstfault {
 
-namespace {
-constexpr size_t kMallocOverhead = 16;
-}
-
 SharedText::SharedText(std::string_view text) {
   if (text.empty()) return;
   // Lines are cut far below 4 GiB before they get here (kMaxLineBytes); the clamp keeps the
@@ -52,7 +48,7 @@ void SharedText::release() noexcept {
 size_t SharedText::charge_once() {
   if (!block_ || block_->charged) return 0;
   block_->charged = true;
-  return offsetof(Block, data) + block_->size + kMallocOverhead;
+  return offsetof(Block, data) + block_->size + kMallocBlockOverhead;
 }
 
 }  // namespace firstfault

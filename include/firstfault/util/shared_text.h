@@ -10,6 +10,10 @@
 
 namespace firstfault {
 
+// What glibc's malloc keeps beside each block on 64-bit: a budget that counts heap bytes (the
+// correlator's stored events, a shared text) adds it once per allocation.
+inline constexpr size_t kMallocBlockOverhead = 16;
+
 class SharedText {
  public:
   SharedText() = default;
