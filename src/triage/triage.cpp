@@ -127,15 +127,14 @@ void run_files(const JobSpec& spec, const Matcher& matcher, const AnalyzeOptions
 // Analyses the jobs of one archive in a single pass over it. A job is finished, and its
 // correlator freed, as soon as its last member has been read: an archive of 100,000 tiny members
 // kept 25,000 correlators alive (2 GB) when every job waited for the end of the archive.
-// `job_done(slot, bytes)` is called once each job's output is in `results`, so the writer can emit and
+// `job_done(slot)` is called once each job's output is in `results`, so the writer can emit and
 // free it while the archive is still being read.
 // Above this many members a zip is read without its central directory (ZipReading).
 constexpr size_t kIndexedZipMembers = 4096;
 
 void run_archive(const std::vector<const JobSpec*>& jobs, const Matcher& matcher, const AnalyzeOptions& ao,
                  std::vector<RowSlot>& results, const std::vector<size_t>& slots,
-                 const std::function<void(JobOutput&)>& finish_on_worker, WaitingRows& waiting,
-                 const std::function<void(size_t slot, uint64_t bytes)>& job_done) {
+                 const std::function<void(size_t slot)>& job_done) {
   const std::string& path = jobs.front()->archive;
   // member -> index into jobs, sorted by member: a map of 100,000 members cost 7 MB.
   std::vector<std::pair<std::string_view, size_t>> member_job;
@@ -176,15 +175,11 @@ void run_archive(const std::vector<const JobSpec*>& jobs, const Matcher& matcher
       if (rec.error.empty() && rec.skipped) rec.error = only_binary_files(rec.skipped);
       if (rec.error.empty()) rec.error = archive_error.empty() ? "no member of this job could be read" : archive_error;
     }
-    RowSlot& slot = results[slots[i]];
-    slot.out = std::make_unique<JobOutput>();
-    JobOutput& out = *slot.out;
+    results[slots[i]].out = std::make_unique<JobOutput>();
+    JobOutput& out = *results[slots[i]].out;
     out.rec = std::move(rec);
     if (!(out.rec.verdict == "error" && d.inputs.empty())) out.diagnosis = std::make_unique<Diagnosis>(std::move(d));
-    finish_on_worker(out);
-    const uint64_t bytes = out.rec.bytes;
-    waiting.park(slot);
-    job_done(slots[i], bytes);
+    job_done(slots[i]);
   };
   // A zip of many members is read front to back: its central directory's index would be the
   // largest thing in memory (14 MB for 100,000 members). Members are found by name, so their
@@ -637,10 +632,6 @@ int run_triage(const TriageOptions& o, std::ostream& out) {
     std::vector<RowSlot> results(jobs.size());
     WaitingRows waiting(o.waiting_row_bytes);  // the finished rows' lines past a byte budget
     const MaskInJobOrder mask_in_order;
-    auto finish_on_worker = [&](JobOutput& out) {
-      if (redact) mask_in_order.take_apart(out, want_json, lib);
-      else finish_output(out, want_json, lib);
-    };
     std::vector<bool> done(jobs.size(), false);
     std::mutex mu;
     std::condition_variable cv;
@@ -658,8 +649,14 @@ int run_triage(const TriageOptions& o, std::ostream& out) {
     // the job the writer waits for was taken before any worker can block here).
     const size_t window = 32 * static_cast<size_t>(workers);
     size_t emitted = 0;  // guarded by mu
-    // A job's output is in `results`: the writer may emit it.
-    auto mark_done = [&](size_t slot, uint64_t bytes) {
+    // A job's outcome is in `results`: it is finished on this worker (with --redact, taken apart
+    // for the writer to mask), parked if it must wait past the budget, and handed to the writer.
+    auto job_done = [&](size_t slot) {
+      JobOutput& out = *results[slot].out;
+      if (redact) mask_in_order.take_apart(out, want_json, lib);
+      else finish_output(out, want_json, lib);
+      const uint64_t bytes = out.rec.bytes;
+      waiting.park(results[slot]);
       {
         std::lock_guard<std::mutex> lock(mu);
         done[slot] = true;
@@ -682,7 +679,7 @@ int run_triage(const TriageOptions& o, std::ostream& out) {
           std::vector<const JobSpec*> js;
           for (size_t i : item) js.push_back(&jobs[i]);
           // Each job is handed to the writer as it is finished, not when the whole archive is.
-          run_archive(js, matcher, ao, results, item, finish_on_worker, waiting, mark_done);
+          run_archive(js, matcher, ao, results, item, job_done);
         } else {
           size_t i = item[0];
           const JobSpec& spec = jobs[i];
@@ -693,10 +690,7 @@ int run_triage(const TriageOptions& o, std::ostream& out) {
           } else {
             run_files(spec, matcher, ao, res);
           }
-          finish_on_worker(res);
-          const uint64_t bytes = res.rec.bytes;
-          waiting.park(results[i]);
-          mark_done(i, bytes);
+          job_done(i);
         }
       }
     };
