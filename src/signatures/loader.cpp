@@ -55,9 +55,10 @@ std::optional<size_t> Library::find_pattern(const std::string& name) const {
 }
 
 std::string Override::format() const {
+  // The path is the user's (as in LoadProblem::format): one inert line.
   std::string what = kind == "file" ? "file" : fmt::format("{} '{}'", kind, name);
-  return fmt::format("{}:{}:{}: note: {} overrides the built-in one ({})", loc.file, std::max(loc.line, 1), std::max(loc.col, 1),
-                     what, builtin_file);
+  return safe_line(fmt::format("{}:{}:{}: note: {} overrides the built-in one ({})", loc.file, std::max(loc.line, 1),
+                               std::max(loc.col, 1), what, builtin_file));
 }
 
 std::string LoadProblem::format() const {

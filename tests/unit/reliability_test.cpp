@@ -960,6 +960,12 @@ TEST_CASE("bad signatures: an extra library overriding a built-in entry is annou
   load_library({dir.path()}, p2, lo);
   REQUIRE(p2.size() == 1);
   CHECK(p2[0].format().rfind(path + ":", 0) == 0);
+  // An escape sequence in the override's path is not echoed to the terminal.
+  dir.write("evil\x1b]0;pwned\x07/memory/cuda-oom.yaml", text);
+  Library evil = load_library({dir.path() + "/evil\x1b]0;pwned\x07"}, problems, lo);
+  REQUIRE(evil.overrides.size() == 1);
+  CHECK(evil.overrides[0].format().find('\x1b') == std::string::npos);
+  CHECK(evil.overrides[0].format().find('\x07') == std::string::npos);
 }
 
 // ---------------------------------------------------------------------------------------------
