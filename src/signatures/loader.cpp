@@ -512,6 +512,8 @@ Library load_sources(const std::vector<SourceFile>& sources, std::vector<LoadPro
     Entry& e = pe.entry;
     FileChecker fc(pe.file, problems);
     size_t local = 0;
+    // A ref whose 'use' names no pattern stays unresolved (reported); nothing below may read its def.
+    std::vector<bool> resolved(e.refs.size(), false);
     for (size_t r = 0; r < e.refs.size() && r < pe.uses.size(); ++r) {
       const auto& [node, use, is_local] = pe.uses[r];
       if (is_local) {
@@ -519,10 +521,12 @@ Library load_sources(const std::vector<SourceFile>& sources, std::vector<LoadPro
         lib.pattern_index[def.name] = lib.patterns.size();
         e.refs[r].def = lib.patterns.size();
         lib.patterns.push_back(std::move(def));
+        resolved[r] = true;
       } else if (!use.empty()) {  // empty: already reported as "'use' must not be empty"
         auto idx = lib.find_pattern(use);
         if (!idx) fc.error(node["use"], fmt::format("unknown shared pattern '{}'", use));
         else e.refs[r].def = *idx;
+        resolved[r] = idx.has_value();
       }
     }
     // Match rule.
@@ -579,6 +583,7 @@ Library load_sources(const std::vector<SourceFile>& sources, std::vector<LoadPro
               fc.error(it->second, "expected {capture: regex}");
               continue;
             }
+            if (!resolved[*k]) continue;  // its unknown pattern is reported already
             for (auto c = it->second.begin(); c != it->second.end(); ++c) {
               CaptureRule rule;
               rule.ref = *k;

@@ -137,6 +137,35 @@ TEST_CASE("loader: unknown shared pattern, related id and YAML syntax errors") {
   CHECK(has(p2, "YAML syntax error"));
 }
 
+TEST_CASE("loader: captures on a pattern whose 'use' names nothing are reported, not read") {
+  // Found by fuzz_signatures: the unresolved ref pointed at pattern 0 of an empty library.
+  std::string only_unknown = R"(id: cap
+title: Test entry
+category: memory
+severity: high
+action: stop
+patterns:
+  - use: no_such_pattern
+    role: root
+match:
+  captures:
+    no_such_pattern: {rank: '\d+'}
+root_cause: x
+confirm: [x]
+fix: x
+prevention: [x]
+references: ['https://example.org/x']
+examples:
+  - log: kb/x.log
+    initiating_rank: 0
+)";
+  std::vector<LoadProblem> problems;
+  Library lib = load({{"signatures/memory/cap.yaml", only_unknown}}, problems);
+  CHECK(has(problems, "unknown shared pattern 'no_such_pattern'"));
+  CHECK(lib.patterns.empty());
+  for (const Entry& e : lib.entries) CHECK(e.match.captures.empty());
+}
+
 TEST_CASE("loader: the built-in library is valid") {
   std::vector<LoadProblem> problems;
   Library lib = load_library({}, problems);
