@@ -61,6 +61,7 @@ std::vector<Correlator::Hits> Correlator::evaluate_entries(const ErrorLines& err
     bool rule = std::all_of(e.match.require.begin(), e.match.require.end(), hit);
     if (!e.match.any.empty()) rule = rule && std::any_of(e.match.any.begin(), e.match.any.end(), hit);
     rule = rule && std::none_of(e.match.absent.begin(), e.match.absent.end(), hit);
+    rule = rule && (!e.match.survivable || errors.any_counting());
     if (e.match.fallback) {
       if (rule && !(e.match.no_progress && job_made_progress())) fallbacks.push_back(std::move(h));
       continue;

@@ -540,10 +540,11 @@ Library load_sources(const std::vector<SourceFile>& sources, std::vector<LoadPro
       if (!m.IsMap()) {
         fc.error(m, "'match' must be a mapping");
       } else {
-        fc.only_keys(m, {"require", "any", "boost", "penalize", "absent", "fallback", "generic", "no_progress", "last_resort", "captures"},
+        fc.only_keys(m, {"require", "any", "boost", "penalize", "absent", "fallback", "generic", "no_progress", "survivable", "last_resort", "captures"},
                      "'match'");
         for (auto [key, flag] : {std::pair{"fallback", &e.match.fallback}, std::pair{"generic", &e.match.generic},
-                                 std::pair{"no_progress", &e.match.no_progress}})
+                                 std::pair{"no_progress", &e.match.no_progress},
+                                 std::pair{"survivable", &e.match.survivable}})
           if (m[key]) {
             std::string f = fc.scalar(m, key, false);
             if (f != "true" && f != "false") fc.error(m[key], fmt::format("'{}' must be true or false", key));

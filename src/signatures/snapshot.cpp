@@ -166,6 +166,7 @@ void write_payload(Writer& w, const Library& lib) {
     w.u8(m.fallback);
     w.u8(m.generic);
     w.u8(m.no_progress);
+    w.u8(m.survivable);
     w.u8(static_cast<uint8_t>(m.last_resort));
     w.u32(m.captures.size());
     for (const CaptureRule& c : m.captures) {
@@ -250,6 +251,7 @@ bool read_payload(Reader& r, Library& lib, bool samples) {
     m.fallback = r.flag();
     m.generic = r.flag();
     m.no_progress = r.flag();
+    m.survivable = r.flag();
     m.last_resort = r.u8();
     if (m.last_resort > 9) return false;
     m.captures.resize(r.count(12));

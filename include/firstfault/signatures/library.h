@@ -120,6 +120,10 @@ struct MatchRule {
   // an iteration, a progress bar): what it describes happens before training, and a log that
   // went on to train shows it passed (startup retries that ended).
   bool no_progress = false;
+  // The root is a warning a run can survive (a heartbeat that missed once, a retried call): the
+  // entry counts only when the job also shows an error line that is not harmless, so a run that
+  // went on and finished is not diagnosed from it.
+  bool survivable = false;
   // > 0: a last-resort reading of an error line's words (a message no entry knows that names a
   // disk, a socket, a dataset): generic, and considered only when no other entry has a root line
   // of its own; the lowest level that matches wins (docs/signature-format.md, "Last resort").
