@@ -282,6 +282,27 @@ size_t p_caret_sgr(sv s, Attribution& a) {
   return n ? n + 2 : 0;
 }
 
+// vLLM V1's multiprocessing workers are named by their place in the engine: "Worker_TP2",
+// "Worker_PP1", "Worker_PP1_TP3" (vllm/v1/executor/multiproc_executor.py: PP = rank / tp_size,
+// TP = rank % tp_size, each part only when that size is above 1). With one of the two the rank
+// is that index; with both it needs the TP size, and a DP or other part names another engine's
+// worker: unknown then.
+int vllm_worker_rank(sv name) {
+  if (name.substr(0, 7) != "Worker_") return -1;
+  int64_t tp = -1, pp = -1;
+  for (sv rest = name.substr(7); !rest.empty();) {
+    sv part = rest.substr(0, rest.find('_'));
+    rest.remove_prefix(std::min(rest.size(), part.size() + 1));
+    int64_t v = 0;
+    if (part.size() < 3 || parse_uint(part.substr(2), v) != part.size() - 2) return -1;
+    if (part.substr(0, 2) == "TP" && tp < 0) tp = v;
+    else if (part.substr(0, 2) == "PP" && pp < 0) pp = v;
+    else return -1;
+  }
+  if ((tp < 0) == (pp < 0)) return -1;
+  return rank_or_none(tp >= 0 ? tp : pp);
+}
+
 // Ray: "(RayTrainWorker pid=75123, ip=10.0.0.1) ", "(MegatronPolicyWorker[rank=0] pid=1, ip=..) ", "(pid=45601) "
 size_t p_ray(sv s, Attribution& a) {
   if (s.size() < 8 || s[0] != '(') return 0;
@@ -311,6 +332,7 @@ size_t p_ray(sv s, Attribution& a) {
   size_t r = inner.find("[rank=");
   if (r != sv::npos && parse_uint(inner.substr(r + 6), rank)) a.rank = rank_or_none(rank);
   else if ((r = inner.find(" rank=")) != sv::npos && parse_uint(inner.substr(r + 6), rank)) a.rank = rank_or_none(rank);
+  else a.rank = vllm_worker_rank(inner.substr(0, inner.find(' ')));
   return end;
 }
 

@@ -345,6 +345,21 @@ TEST_CASE("attribution: vLLM before 0.8 printed the source location without its 
   CHECK(attr("INFO 03-28 21:38:23 see [a] here").body == "see [a] here");
 }
 
+TEST_CASE("attribution: vLLM's worker process names give the rank when they hold one parallel axis") {
+  // vllm-project/vllm-ascend#4891: "(Worker_TP2 pid=5094) ERROR 12-10 11:56:52 [multiproc_executor.py:671] ..."
+  auto a = attr("(Worker_TP2 pid=5094) ERROR 12-10 11:56:52 [multiproc_executor.py:671] AttributeError: x");
+  CHECK(a.rank == 2);
+  CHECK(a.pid == 5094);
+  CHECK(a.body == "AttributeError: x");
+  CHECK(attr("(Worker_PP1 pid=7) ValueError: y").rank == 1);
+  // Both axes need the TP size; a DP part or an unknown one names another engine's worker.
+  CHECK(attr("(Worker_PP1_TP3 pid=7) ValueError: y").rank == -1);
+  CHECK(attr("(Worker_DP1_TP0 pid=7) ValueError: y").rank == -1);
+  CHECK(attr("(Worker_TPx pid=7) ValueError: y").rank == -1);
+  CHECK(attr("(Worker pid=7) ValueError: y").rank == -1);
+  CHECK(attr("(EngineCore_DP0 pid=4956) ERROR 12-10 11:56:52 [core.py:1] E").rank == -1);
+}
+
 TEST_CASE("attribution: vLLM V1 worker prefix carries the rank; a colour code that lost its ESC is peeled") {
   auto a = attr("(VllmWorker rank=3 pid=225) ERROR 08-29 01:18:42 [multiproc_executor.py:546] RuntimeError: CUDA error");
   CHECK(a.rank == 3);
