@@ -115,7 +115,8 @@ bool begins_record(sv line) {
   std::string scratch;
   LineAttributor probe;
   Attribution a = probe.attribute(strip_ansi(line, scratch));
-  if (a.rank >= 0 || a.time.valid() || !a.host.empty() || a.severity) return true;
+  // A process tag alone begins one too (Ray's "(Worker pid=5094) ", which names no rank or host).
+  if (a.rank >= 0 || a.time.valid() || !a.host.empty() || a.severity || a.pid >= 0) return true;
   for (sv head : {sv("Traceback (most recent call last)"), sv("During handling of"), sv("The above exception")})
     if (line.compare(0, head.size(), head) == 0) return true;
   return false;

@@ -825,6 +825,13 @@ void Correlator::absorb(Correlator&& later, uint64_t line_offset) {
   order_ += later.order_;
 }
 
+int64_t Correlator::pid_of_line(uint32_t input, uint64_t line) const {
+  for (const auto& events : events_by_def_)
+    for (const Event& ev : events)
+      if (ev.input == input && ev.line == line) return ev.pid;
+  return -1;
+}
+
 std::optional<Traceback> Correlator::traceback_of_decisive_line(const Diagnosis& d) const {
   const Evidence* decisive = d.initiating.first_evidence ? &*d.initiating.first_evidence
                              : d.suspect && d.suspect->first_evidence ? &*d.suspect->first_evidence
@@ -836,10 +843,14 @@ std::optional<Traceback> Correlator::traceback_of_decisive_line(const Diagnosis&
   auto input = std::find_if(inputs_.begin(), inputs_.end(), [&](const InputSummary& in) { return in.path == decisive->file; });
   if (input == inputs_.end()) return std::nullopt;
   uint32_t index = static_cast<uint32_t>(input - inputs_.begin());
+  // Processes that share a rank (or none) still print their own tracebacks, interleaved in one
+  // log (vLLM's engine core and a worker, "(EngineCore_DP0 pid=4956)" and "(Worker_TP2 pid=5094)"):
+  // a frame another process printed is not part of this one's.
+  const int64_t pid = pid_of_line(index, decisive->line);
   std::vector<TracebackLine> lines;
   auto same_stream = [&](const Event& ev) {
     return ev.input == index && ev.rank == decisive->rank && ev.line < decisive->line &&
-           decisive->line - ev.line <= kMaxTracebackLines;
+           decisive->line - ev.line <= kMaxTracebackLines && (pid < 0 || ev.pid < 0 || ev.pid == pid);
   };
   for (const Event& ev : events_by_def_[*header_def])
     if (same_stream(ev)) lines.push_back({ev.line, true, {}});

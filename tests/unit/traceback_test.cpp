@@ -96,6 +96,25 @@ TEST_CASE("an unrecognised error shows its traceback with the user's own frame, 
   CHECK(diagnosis_to_json(d, engine.lib).at("traceback").at("user_frame") == 2);
 }
 
+TEST_CASE("two processes of one rank print interleaved tracebacks: each keeps its own frames") {
+  // vllm-project/vllm-ascend#4891: the engine core's traceback and a worker's, line by line.
+  test::RepoEngine engine;
+  test::TempDir dir;
+  std::string log =
+      "(Worker pid=5094) Traceback (most recent call last):\n"
+      "(EngineCore pid=4956) Traceback (most recent call last):\n"
+      "(Worker pid=5094)   File \"/work/app/connector.py\", line 92, in register\n"
+      "(EngineCore pid=4956)   File \"/work/app/core.py\", line 498, in __init__\n"
+      "(Worker pid=5094)   File \"/work/app/spec.py\", line 440, in get_spec\n"
+      "(Worker pid=5094) FrobnicationError: no attribute use_sfa\n";
+  Diagnosis d = analyze_paths({dir.write("job.log", log)}, engine.matcher, {}).diagnosis;
+  REQUIRE(d.traceback);
+  CHECK(d.traceback->header_line == 1);
+  REQUIRE(d.traceback->frames.size() == 2);
+  CHECK(d.traceback->frames[0].file == "/work/app/connector.py");
+  CHECK(d.traceback->frames[1].file == "/work/app/spec.py");
+}
+
 TEST_CASE("traceback frames are masked like every other log-derived string") {
   test::RepoEngine engine;
   test::TempDir dir;
