@@ -139,26 +139,11 @@ TEST_CASE("loader: unknown shared pattern, related id and YAML syntax errors") {
 
 TEST_CASE("loader: captures on a pattern whose 'use' names nothing are reported, not read") {
   // Found by fuzz_signatures: the unresolved ref pointed at pattern 0 of an empty library.
-  std::string only_unknown = R"(id: cap
-title: Test entry
-category: memory
-severity: high
-action: stop
-patterns:
-  - use: no_such_pattern
-    role: root
-match:
-  captures:
-    no_such_pattern: {rank: '\d+'}
-root_cause: x
-confirm: [x]
-fix: x
-prevention: [x]
-references: ['https://example.org/x']
-examples:
-  - log: kb/x.log
-    initiating_rank: 0
-)";
+  std::string only_unknown = entry("cap");
+  size_t from = only_unknown.find("patterns:\n"), to = only_unknown.find("root_cause:");
+  only_unknown.replace(from, to - from,
+                       "patterns:\n  - use: no_such_pattern\n    role: root\n"
+                       "match:\n  captures:\n    no_such_pattern: {rank: '\\d+'}\n");
   std::vector<LoadProblem> problems;
   Library lib = load({{"signatures/memory/cap.yaml", only_unknown}}, problems);
   CHECK(has(problems, "unknown shared pattern 'no_such_pattern'"));
