@@ -838,6 +838,15 @@ size_t p_buildkit(sv s) {
   return j + 1 < s.size() ? j + 1 : 0;
 }
 
+// A Markdown block quote, as logs pasted into GitHub issues and forums often are ("> [rank2]:
+// torch.distributed.DistBackendError: ..."): "> " (nested: "> > ", ">> ") is a layer of its
+// own, so the prefixes and messages inside read as they would unquoted.
+size_t p_quote(sv s) {
+  size_t n = 0;
+  while (n < s.size() && n < 8 && (s[n] == '>' || (s[n] == ' ' && n > 0))) ++n;
+  return n >= 2 && s[n - 1] == ' ' && n < s.size() ? n : 0;
+}
+
 // pytest's failure report: the lines of the error it caught start with "E" and the source's
 // indentation ("E       AssertionError: ...", "E         File \"x.py\", line 3, in f"). The "E"
 // and its padding are a layer of their own, so the exception and frames inside it read as
@@ -995,7 +1004,7 @@ namespace {
 enum Parser : uint8_t {
   kStreamTag, kBareSgr, kBracketRank, kC10Header, kBracketTime, kOmpi, kKubePrefix, kDmesg, kRay, kCri, kIsoPlain,
   kSlurmLabel, kPdsh, kNccl, kGlog, kSyslog, kVllm, kPylogDefault, kCaretSgr, kCompose, kIsoSyslog, kIndent, kPytestError,
-  kClientOrdinal, kBuildkit, kParserCount
+  kClientOrdinal, kBuildkit, kQuote, kParserCount
 };
 
 size_t p_indent(sv s);
@@ -1019,6 +1028,7 @@ size_t run_parser(Parser p, sv s, Attribution& a, bool pdsh) {
     case kPdsh: return p_pdsh(s, a, pdsh);
     case kClientOrdinal: return p_client_ordinal(s, a);
     case kBuildkit: return p_buildkit(s);
+    case kQuote: return p_quote(s);
     case kCompose: return p_compose(s, a);
     case kNccl: return p_nccl(s, a);
     case kGlog: return p_glog(s, a);
@@ -1146,6 +1156,7 @@ size_t candidates(char c, bool outermost, Parser* out) {
     if (outermost) out[n++] = kCompose;    // "vllm-1  | ...": docker compose's envelope
     if (outermost && c == 'E') out[n++] = kPytestError;  // "E       AssertionError: ..."
     if (outermost && c == '#') out[n++] = kBuildkit;     // "#42 15.84 ...": a docker build step
+    if (outermost && c == '>') out[n++] = kQuote;        // "> [rank2]: ...": a quoted paste
     if (is_severity_letter(c, false)) out[n++] = kGlog;
     if (is_upper(c))
       for (Parser p : {kSyslog, kVllm, kOmpi, kPylogDefault}) out[n++] = p;

@@ -345,6 +345,18 @@ TEST_CASE("attribution: vLLM before 0.8 printed the source location without its 
   CHECK(attr("INFO 03-28 21:38:23 see [a] here").body == "see [a] here");
 }
 
+TEST_CASE("attribution: a Markdown block quote around a pasted log is a layer of its own") {
+  // ROCm/rccl#1728: the reporter quoted the log ("> [rank2]: ...").
+  auto a = attr("> [rank2]: ncclInternalError: Internal check failed.");
+  CHECK(a.rank == 2);
+  CHECK(a.body == "ncclInternalError: Internal check failed.");
+  CHECK(attr(">> [rank5]: RuntimeError: x").rank == 5);
+  CHECK(attr("> > [rank1]: RuntimeError: x").rank == 1);
+  // Not a quote: a bare '>' or a comparison in text.
+  CHECK(attr("> ").body == "> ");
+  CHECK(attr(">=2.1 required").body == ">=2.1 required");
+}
+
 TEST_CASE("attribution: vLLM's worker process names give the rank when they hold one parallel axis") {
   // vllm-project/vllm-ascend#4891: "(Worker_TP2 pid=5094) ERROR 12-10 11:56:52 [multiproc_executor.py:671] ..."
   auto a = attr("(Worker_TP2 pid=5094) ERROR 12-10 11:56:52 [multiproc_executor.py:671] AttributeError: x");
