@@ -840,10 +840,14 @@ size_t p_buildkit(sv s) {
 
 // A Markdown block quote, as logs pasted into GitHub issues and forums often are ("> [rank2]:
 // torch.distributed.DistBackendError: ..."): "> " (nested: "> > ", ">> ") is a layer of its
-// own, so the prefixes and messages inside read as they would unquoted.
+// own, so the prefixes and messages inside read as they would unquoted. One space belongs to each
+// '>'; the quoted text keeps its own indentation (a traceback's frames).
 size_t p_quote(sv s) {
   size_t n = 0;
-  while (n < s.size() && n < 8 && (s[n] == '>' || (s[n] == ' ' && n > 0))) ++n;
+  while (n < s.size() && n < 8 && s[n] == '>') {
+    ++n;
+    if (n < s.size() && s[n] == ' ') ++n;
+  }
   return n >= 2 && s[n - 1] == ' ' && n < s.size() ? n : 0;
 }
 

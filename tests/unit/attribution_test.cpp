@@ -352,6 +352,8 @@ TEST_CASE("attribution: a Markdown block quote around a pasted log is a layer of
   CHECK(a.body == "ncclInternalError: Internal check failed.");
   CHECK(attr(">> [rank5]: RuntimeError: x").rank == 5);
   CHECK(attr("> > [rank1]: RuntimeError: x").rank == 1);
+  // The quoted text keeps its own indentation: a frame stays a frame.
+  CHECK(attr(">   File \"x.py\", line 3, in f").body == "  File \"x.py\", line 3, in f");
   // Not a quote: a bare '>' or a comparison in text.
   CHECK(attr("> ").body == "> ");
   CHECK(attr(">=2.1 required").body == ">=2.1 required");
