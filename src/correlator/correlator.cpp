@@ -529,6 +529,7 @@ Evidence Correlator::to_evidence(const Event& ev, const std::string& pattern, Ro
   e.line = ev.line;
   e.rank = ev.rank;
   e.host = ev.host;
+  e.pid = ev.pid;
   e.time = in_job_year(ev.time);
   e.text = ev.text;
   e.captures = ev.captures;
@@ -825,13 +826,6 @@ void Correlator::absorb(Correlator&& later, uint64_t line_offset) {
   order_ += later.order_;
 }
 
-int64_t Correlator::pid_of_line(uint32_t input, uint64_t line) const {
-  for (const auto& events : events_by_def_)
-    for (const Event& ev : events)
-      if (ev.input == input && ev.line == line) return ev.pid;
-  return -1;
-}
-
 std::optional<Traceback> Correlator::traceback_of_decisive_line(const Diagnosis& d) const {
   const Evidence* decisive = d.initiating.first_evidence ? &*d.initiating.first_evidence
                              : d.suspect && d.suspect->first_evidence ? &*d.suspect->first_evidence
@@ -846,7 +840,7 @@ std::optional<Traceback> Correlator::traceback_of_decisive_line(const Diagnosis&
   // Processes that share a rank (or none) still print their own tracebacks, interleaved in one
   // log (vLLM's engine core and a worker, "(EngineCore_DP0 pid=4956)" and "(Worker_TP2 pid=5094)"):
   // a frame another process printed is not part of this one's.
-  const int64_t pid = pid_of_line(index, decisive->line);
+  const int64_t pid = decisive->pid;
   std::vector<TracebackLine> lines;
   auto same_stream = [&](const Event& ev) {
     return ev.input == index && ev.rank == decisive->rank && ev.line < decisive->line &&

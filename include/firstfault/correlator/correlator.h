@@ -178,8 +178,6 @@ class Correlator {
   };
 
   std::optional<Traceback> traceback_of_decisive_line(const Diagnosis& d) const;
-  // The pid the line at (input, line) was printed with, from any event on it (-1: none known).
-  int64_t pid_of_line(uint32_t input, uint64_t line) const;
   std::set<std::pair<uint32_t, uint64_t>> consequence_lines() const;
 
   // The rank's state (created on first sight); null for no rank or past kMaxRanks. The lookup of

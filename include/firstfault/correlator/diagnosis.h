@@ -19,6 +19,7 @@ struct Evidence {
   uint64_t line = 0;
   int rank = -1;
   std::string host;
+  int64_t pid = -1;     // the process its prefix named (-1: none); keeps interleaved tracebacks apart
   Timestamp time;
   std::string text;     // the raw log line (capped)
   Captures captures;
