@@ -224,12 +224,11 @@ class Correlator {
     std::set<std::pair<uint32_t, uint64_t>> after_completion;
     bool is_benign(const Event& ev) const { return benign.count({ev.input, ev.line}) > 0; }
     bool is_error(const Event& ev) const { return error_at.count({ev.input, ev.line}) > 0; }
-    // Whether any error line of the job counts: not harmless, not in an ignored traceback, not
-    // a teardown after completion (what a `survivable` entry needs beside its warning).
+    // Whether any error line of the job counts, by the rule that makes a verdict `unrecognized`
+    // rather than `clean`: one not marked harmless (ignored tracebacks and teardown after
+    // completion are marked so). What a `survivable` entry needs beside its warning.
     bool any_counting() const {
-      return std::any_of(lines.begin(), lines.end(), [&](const Event* ev) {
-        return !is_benign(*ev) && (ignored.empty() || !in_ignored_block(*ev)) && !after_completion.count({ev->input, ev->line});
-      });
+      return std::any_of(lines.begin(), lines.end(), [&](const Event* ev) { return !is_benign(*ev); });
     }
     bool in_ignored_block(const Event& ev) const {
       auto it = ignored.upper_bound({ev.input, ev.rank, ev.line});
