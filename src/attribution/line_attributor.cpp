@@ -975,6 +975,17 @@ bool is_continuation(sv body) {
          starts_with(body, "Last error:") || (body[0] == '#' && body.size() > 1 && is_digit(body[1]));
 }
 
+constexpr sv kTracebackHeader = "Traceback (most recent call last):";
+
+// The line that closes a Python traceback: the exception's (dotted) class name, alone or
+// followed by ": message" ("torch.OutOfMemoryError: CUDA out of memory.", "KeyboardInterrupt").
+bool is_exception_line(sv body) {
+  size_t i = 0;
+  while (i < body.size() && (is_alpha(body[i]) || body[i] == '_' || body[i] == '.' || (i > 0 && is_digit(body[i])))) ++i;
+  if (i == 0 || body[0] == '.' || body[i - 1] == '.') return false;
+  return i == body.size() || body[i] == ':';
+}
+
 }  // namespace
 
 std::string_view strip_ansi(std::string_view line, std::string& scratch) {
@@ -1243,6 +1254,12 @@ bool LineAttributor::replay(sv line, const AttributionPlan& plan, Attribution& a
 
 Attribution LineAttributor::attribute(std::string_view line, AttributionPlan* plan) {
   Attribution a;
+  // An empty line neither opens nor ends a record: paste repair leaves one in place of each
+  // wrapped row it joined (line numbers stay true), and those sit inside the record they came from.
+  if (line.empty()) {
+    a.body = line;
+    return a;
+  }
   size_t consumed = 0;
   if (!plan || plan->state == AttributionPlan::kNever) {
     consumed = peel(line, a, nullptr);
@@ -1284,10 +1301,16 @@ Attribution LineAttributor::attribute(std::string_view line, AttributionPlan* pl
     a.rank_from_name = true;
   }
   if (a.host.empty() && !file_.host.empty()) a.host = file_.host;
-  if (a.rank < 0 && !any_prefix && last_rank_ >= 0 && is_continuation(s)) {
+  bool closes_traceback = traceback_open_ && is_exception_line(s);
+  if (a.rank < 0 && !any_prefix && last_rank_ >= 0 && (is_continuation(s) || closes_traceback)) {
     a.rank = last_rank_;
     a.inherited = true;
   }
+  // A traceback the record itself opened ("[TP1] Scheduler hit an exception: Traceback (most
+  // recent call last):", then indented frames) ends with the exception line, which is not
+  // indented: it belongs to the record too, and nothing after it does.
+  if (!a.inherited) traceback_open_ = a.rank >= 0 && ends_with(s, kTracebackHeader);
+  else if (closes_traceback) traceback_open_ = false;
   // Only an unbroken run of continuation lines inherits; any other line ends the record.
   if (!a.inherited) last_rank_ = a.rank;
   return a;

@@ -257,6 +257,7 @@ void Correlator::rank_entries(std::vector<Hits>& all) const {
     }
   }
   keep_generic_only_without_specific(all);
+  give_way_to_wrapped_exceptions(all);
   // A hardware or kernel event explains the software symptoms it causes on its own host (an Xid
   // under an unspecified launch failure, the OOM killer under a SIGKILL): it is the diagnosis and
   // the symptom an alternative, whichever printed first (docs/signature-format.md, `explains`).
@@ -277,6 +278,35 @@ void Correlator::rank_entries(std::vector<Hits>& all) const {
     if (fa && fb && fa != fb) return earlier(*fa, *fb);
     return a.entry->id < b.entry->id;
   });
+}
+
+// A root line that opens a Python traceback ("[TP1] Scheduler hit an exception: Traceback (most
+// recent call last):") announces an error told further down: by the exception that closes the
+// traceback. An entry that reads a line of that traceback (a CUDA OOM, an NCCL error) names the
+// failure, so the wrapper gives way to it as to an entry that specializes it.
+void Correlator::give_way_to_wrapped_exceptions(std::vector<Hits>& all) const {
+  constexpr uint64_t kTracebackLines = 60;
+  auto header_def = lib_.find_pattern("py_traceback_header");
+  if (!header_def || events_by_def_[*header_def].empty()) return;
+  std::set<std::pair<uint32_t, uint64_t>> headers;
+  for (const Event& ev : events_by_def_[*header_def]) headers.insert({ev.input, ev.line});
+  auto inside = [&](const Event& wrapper, const Event& ev) {
+    return ev.input == wrapper.input && ev.rank == wrapper.rank && ev.line > wrapper.line &&
+           ev.line <= wrapper.line + kTracebackLines;
+  };
+  for (Hits& w : all) {
+    if (!w.has_root || !w.first_root || w.entry->match.generic) continue;
+    const Event& wrapper = *w.first_root;
+    if (!headers.count({wrapper.input, wrapper.line})) continue;
+    for (const Hits& s : all) {
+      if (&s == &w || !s.has_root || s.entry->match.generic) continue;
+      bool wrapped = false;
+      for (size_t r = 0; r < s.entry->refs.size() && !wrapped; ++r)
+        if (s.entry->refs[r].role == Role::kRoot)
+          wrapped = std::any_of(s.by_ref[r].begin(), s.by_ref[r].end(), [&](const Event* ev) { return inside(wrapper, *ev); });
+      if (wrapped && w.confidence >= s.confidence) w.confidence = std::max(0.05, s.confidence - 0.05);
+    }
+  }
 }
 
 // Generic entries name a failure by its kind alone (an uncaught KeyError, a SIGABRT). A specific

@@ -316,6 +316,22 @@ TEST_CASE("attribution: continuation lines inherit the previous rank") {
   CHECK(la.attribute("unrelated top-level line").rank == -1);
 }
 
+TEST_CASE("attribution: the exception line that closes a traceback its rank's record opened inherits too") {
+  LineAttributor la;
+  CHECK(la.attribute("[2026-03-03 03:53:36 TP1] Scheduler hit an exception: Traceback (most recent call last):").rank == 1);
+  CHECK(la.attribute("  File \"/sglang/srt/managers/scheduler.py\", line 1800, in run_scheduler_process").rank == 1);
+  auto closing = la.attribute("torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB.");
+  CHECK(closing.rank == 1);
+  CHECK(closing.inherited);
+  // The exception ends the record: what follows is nobody's, even if it looks like an exception.
+  CHECK(la.attribute("RuntimeError: printed by another process").rank == -1);
+  // A ranked line that opens no traceback lends its rank to indented lines only.
+  LineAttributor plain;
+  CHECK(plain.attribute("[rank3]: loss went up").rank == 3);
+  CHECK(plain.attribute("    at step 7").rank == 3);
+  CHECK(plain.attribute("ValueError: an unprefixed line of some process").rank == -1);
+}
+
 TEST_CASE("segments: tqdm carriage returns split, trailing CR dropped, ANSI removed") {
   std::string scratch;
   std::vector<std::string> segs;

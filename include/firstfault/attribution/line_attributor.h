@@ -101,6 +101,7 @@ class LineAttributor {
   FileIdentity file_;
   bool pdsh_ = false;
   int last_rank_ = -1;
+  bool traceback_open_ = false;  // the record's rank printed a traceback header; its frames and exception line inherit
   int spawn_local_rank_ = -1;  // inside a child's traceback re-raised by torch.multiprocessing.spawn
   int summary_rank_ = -1;  // inside a torchrun failure-summary block: the rank its "rank :" row named
   std::string last_host_;

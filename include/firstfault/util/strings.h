@@ -18,6 +18,10 @@ inline bool starts_with(std::string_view s, std::string_view p) {
   return s.size() >= p.size() && std::char_traits<char>::compare(s.data(), p.data(), p.size()) == 0;
 }
 
+inline bool ends_with(std::string_view s, std::string_view p) {
+  return s.size() >= p.size() && s.substr(s.size() - p.size()) == p;
+}
+
 // Parses an unsigned decimal number at the start of `s`; returns digits consumed (0 if none).
 inline size_t parse_uint(std::string_view s, int64_t& out) {
   size_t i = 0;
