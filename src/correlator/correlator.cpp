@@ -594,7 +594,8 @@ void Correlator::resolve_times_and_ranks() {
     }
   }
   // Ray Train states each worker's world rank outright: the worker's own process-group line (its
-  // Ray prefix gives ip and pid) and the trainer's worker list (ip and pid in the text). The ip
+  // Ray prefix gives ip and pid; vLLM's Ray workers print their parallel-state rank the same way)
+  // and the trainer's worker list (ip and pid in the text). The ip
   // is absent from a prefix on the driver's node, so a pid that one listed worker has maps alone.
   std::map<int64_t, int> ray_pid_rank;  // -1: several workers have the pid
   auto note_ray_worker = [&](const std::string& host, int64_t pid, int rank) {
@@ -606,8 +607,9 @@ void Correlator::resolve_times_and_ranks() {
     auto [it, fresh] = ray_pid_rank.emplace(pid, rank);
     if (!fresh && it->second != rank) it->second = -1;
   };
-  if (auto def = lib_.find_pattern("ray_train_process_group_rank"))
-    for (const Event& ev : events_by_def_[*def]) note_ray_worker(ev.host, ev.pid, rank_or(ev.capture("rank"), -1));
+  for (auto name : {"ray_train_process_group_rank", "vllm_parallel_state_rank"})
+    if (auto def = lib_.find_pattern(name))
+      for (const Event& ev : events_by_def_[*def]) note_ray_worker(ev.host, ev.pid, rank_or(ev.capture("rank"), -1));
   if (auto def = lib_.find_pattern("ray_train_worker_rank"))
     for (const Event& ev : events_by_def_[*def]) {
       const std::string* host = ev.capture("worker_host");

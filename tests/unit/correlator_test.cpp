@@ -231,6 +231,22 @@ TEST_CASE("correlator: the exception under Python's 'Exception ignored in:' fail
   CHECK(next.first_error->line == 7);
 }
 
+TEST_CASE("correlator: a wrapper line that opens a traceback gives way to the known exception that closes it") {
+  Fixture f;
+  std::string log = "[2026-03-03 03:53:30 TP0] Load weight end. type=LlamaForCausalLM\n"
+                    "[2026-03-03 03:53:36 TP1] Scheduler hit an exception: Traceback (most recent call last):\n"
+                    "  File \"/sglang/srt/model_executor/model_runner.py\", line 700, in init_memory_pool\n"
+                    "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB. GPU 1 has a total capacity "
+                    "of 79.10 GiB of which 1.50 GiB is free.\n"
+                    "[2026-03-03 03:53:36] Received sigquit from a child process. It usually means the child failed.\n";
+  check_decision(f.run(log), "cuda-oom", 1, "root-event");
+  // An exception no specific entry knows leaves the wrapper as the diagnosis.
+  std::string other = "[2026-03-03 03:53:36 TP1] Scheduler hit an exception: Traceback (most recent call last):\n"
+                      "  File \"/sglang/srt/managers/scheduler.py\", line 900, in event_loop\n"
+                      "AssertionError: bad batch\n";
+  check_decision(f.run(other), "sglang-scheduler-exception", 1, "root-event");
+}
+
 TEST_CASE("correlator: the c10 stack under a [W] or [I] line fails nothing; under [E], or alone, it does") {
   Fixture f;
   const std::string stack = "Exception raised from recvBytes at /pytorch/torch/csrc/distributed/c10d/Utils.hpp:678 "
@@ -287,6 +303,18 @@ TEST_CASE("correlator: Ray Train's process-group and worker-list lines map a Ray
   REQUIRE(unknown.entry);
   CHECK(unknown.entry->id == "cuda-oom");
   CHECK_FALSE(unknown.initiating.rank);
+}
+
+TEST_CASE("correlator: a vLLM Ray worker's parallel-state line maps its prefix to its world rank") {
+  Fixture f;
+  const std::string w0 = "(EngineCore_DP0 pid=742) (RayWorkerWrapper pid=927) ";
+  const std::string w1 = "(EngineCore_DP0 pid=742) (RayWorkerWrapper pid=233, ip=10.20.1.125) ";
+  std::string log = w0 + "INFO 11-12 11:12:00 [parallel_state.py:1325] rank 0 in world size 2 is assigned as DP rank 0, PP rank 0, TP rank 0, EP rank 0\n" +
+                    w1 + "INFO 11-12 11:12:00 [parallel_state.py:1325] rank 1 in world size 2 is assigned as DP rank 0, PP rank 0, TP rank 1, EP rank 1\n" +
+                    w0 + "INFO 11-12 11:12:10 [gpu_model_runner.py:2904] Model loading took 7.2637 GiB and 9.390913 seconds\n" +
+                    w1 + "*** SIGSEGV received at time=1762945937 on cpu 6 ***\n" +
+                    w1 + "Fatal Python error: Segmentation fault\n";
+  check_decision(f.run(log), "worker-segfault-sigsegv", 1, "root-event");
 }
 
 TEST_CASE("correlator: a glog/c10 line of severity F is a failure line whatever its text") {
