@@ -20,6 +20,7 @@ namespace firstfault {
 using correlator_detail::rank_or;
 using correlator_detail::to_int_or;
 using correlator_detail::world_or;
+using correlator_detail::kTracebackWindowLines;
 
 namespace {
 
@@ -332,13 +333,12 @@ Correlator::ErrorLines Correlator::error_lines() const {
       for (const Event& ev : events_by_def_[*def]) e.benign.insert({ev.input, ev.line});
   // A Python traceback runs from a header to the exception line that closes it: the same rank's
   // first exception line after the header, within the few dozen lines a traceback takes.
-  constexpr uint64_t kTracebackLines = 60;
   auto exception_def = lib_.find_pattern("error_exception_line");
   auto closing_exception = [&](const Event& h) -> const Event* {
     const Event* closing = nullptr;
     if (exception_def)
       for (const Event& ev : events_by_def_[*exception_def])
-        if (ev.input == h.input && ev.rank == h.rank && ev.line > h.line && ev.line <= h.line + kTracebackLines &&
+        if (ev.input == h.input && ev.rank == h.rank && ev.line > h.line && ev.line <= h.line + kTracebackWindowLines &&
             (!closing || ev.line < closing->line))
           closing = &ev;
     return closing;
@@ -365,7 +365,7 @@ Correlator::ErrorLines Correlator::error_lines() const {
         if (e.is_benign(*closing)) mark_block(h, *closing);
         e.benign.insert({h.input, h.line});
       }
-  add_headless_tracebacks(e, kTracebackLines);
+  add_headless_tracebacks(e, kTracebackWindowLines);
   mark_teardown_after_completion(e);
   return e;
 }
@@ -595,8 +595,8 @@ void Correlator::resolve_times_and_ranks() {
   }
   // Ray Train states each worker's world rank outright: the worker's own process-group line (its
   // Ray prefix gives ip and pid; vLLM's Ray workers print their parallel-state rank the same way)
-  // and the trainer's worker list (ip and pid in the text). The ip
-  // is absent from a prefix on the driver's node, so a pid that one listed worker has maps alone.
+  // and the trainer's worker list (ip and pid in the text). The ip is absent from a prefix on the
+  // driver's node, so a pid that one listed worker has maps alone.
   std::map<int64_t, int> ray_pid_rank;  // -1: several workers have the pid
   auto note_ray_worker = [&](const std::string& host, int64_t pid, int rank) {
     if (rank < 0 || pid < 0) return;

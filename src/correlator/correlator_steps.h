@@ -26,6 +26,9 @@ int world_or(const std::string* s, int fallback);
 // watchdog's status line, the flight-recorder dump-signal line, a Flight Recorder dump read as
 // text. A rank whose last enqueued work is below the stuck collective never issued it.
 inline constexpr const char* kCounterPatterns[] = {"nccl_work_status", "nccl_dump_signal", "flight_recorder_pg_status"};
+// How far below its header a Python traceback's closing exception is looked for: the few dozen
+// lines a traceback takes (error lines, wrapper lines that open one).
+inline constexpr uint64_t kTracebackWindowLines = 60;
 }  // namespace correlator_detail
 
 // One entry's evaluation against the job's events.

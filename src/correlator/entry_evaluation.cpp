@@ -285,14 +285,13 @@ void Correlator::rank_entries(std::vector<Hits>& all) const {
 // traceback. An entry that reads a line of that traceback (a CUDA OOM, an NCCL error) names the
 // failure, so the wrapper gives way to it as to an entry that specializes it.
 void Correlator::give_way_to_wrapped_exceptions(std::vector<Hits>& all) const {
-  constexpr uint64_t kTracebackLines = 60;
   auto header_def = lib_.find_pattern("py_traceback_header");
   if (!header_def || events_by_def_[*header_def].empty()) return;
   std::set<std::pair<uint32_t, uint64_t>> headers;
   for (const Event& ev : events_by_def_[*header_def]) headers.insert({ev.input, ev.line});
   auto inside = [&](const Event& wrapper, const Event& ev) {
     return ev.input == wrapper.input && ev.rank == wrapper.rank && ev.line > wrapper.line &&
-           ev.line <= wrapper.line + kTracebackLines;
+           ev.line <= wrapper.line + correlator_detail::kTracebackWindowLines;
   };
   for (Hits& w : all) {
     if (!w.has_root || !w.first_root || w.entry->match.generic) continue;
