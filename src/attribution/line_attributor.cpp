@@ -980,8 +980,9 @@ constexpr sv kTracebackHeader = "Traceback (most recent call last):";
 // The line that closes a Python traceback: the exception's (dotted) class name, alone or
 // followed by ": message" ("torch.OutOfMemoryError: CUDA out of memory.", "KeyboardInterrupt").
 bool is_exception_line(sv body) {
+  auto name_char = [&](size_t i) { return is_alpha(body[i]) || body[i] == '_' || body[i] == '.' || (i > 0 && is_digit(body[i])); };
   size_t i = 0;
-  while (i < body.size() && (is_alpha(body[i]) || body[i] == '_' || body[i] == '.' || (i > 0 && is_digit(body[i])))) ++i;
+  while (i < body.size() && name_char(i)) ++i;
   if (i == 0 || body[0] == '.' || body[i - 1] == '.') return false;
   return i == body.size() || body[i] == ':';
 }

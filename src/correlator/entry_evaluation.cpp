@@ -300,9 +300,10 @@ void Correlator::give_way_to_wrapped_exceptions(std::vector<Hits>& all) const {
     for (const Hits& s : all) {
       if (&s == &w || !s.has_root || s.entry->match.generic) continue;
       bool wrapped = false;
+      auto in_traceback = [&](const Event* ev) { return inside(wrapper, *ev); };
       for (size_t r = 0; r < s.entry->refs.size() && !wrapped; ++r)
         if (s.entry->refs[r].role == Role::kRoot)
-          wrapped = std::any_of(s.by_ref[r].begin(), s.by_ref[r].end(), [&](const Event* ev) { return inside(wrapper, *ev); });
+          wrapped = std::any_of(s.by_ref[r].begin(), s.by_ref[r].end(), in_traceback);
       if (wrapped && w.confidence >= s.confidence) w.confidence = std::max(0.05, s.confidence - 0.05);
     }
   }

@@ -330,6 +330,12 @@ TEST_CASE("attribution: the exception line that closes a traceback its rank's re
   CHECK(plain.attribute("[rank3]: loss went up").rank == 3);
   CHECK(plain.attribute("    at step 7").rank == 3);
   CHECK(plain.attribute("ValueError: an unprefixed line of some process").rank == -1);
+  // The empty line paste repair leaves for a joined row does not end the record.
+  LineAttributor repaired;
+  CHECK(repaired.attribute("[rank2]: Traceback (most recent call last):").rank == 2);
+  CHECK(repaired.attribute("").rank == -1);
+  CHECK(repaired.attribute("  File \"train.py\", line 9, in <module>").rank == 2);
+  CHECK(repaired.attribute("KeyError: 'labels'").rank == 2);
 }
 
 TEST_CASE("segments: tqdm carriage returns split, trailing CR dropped, ANSI removed") {
