@@ -20,6 +20,7 @@ namespace firstfault {
 using correlator_detail::rank_or;
 using correlator_detail::to_int_or;
 using correlator_detail::world_or;
+using correlator_detail::below_in_traceback_window;
 using correlator_detail::kTracebackWindowLines;
 
 namespace {
@@ -338,8 +339,7 @@ Correlator::ErrorLines Correlator::error_lines() const {
     const Event* closing = nullptr;
     if (exception_def)
       for (const Event& ev : events_by_def_[*exception_def])
-        if (ev.input == h.input && ev.rank == h.rank && ev.line > h.line && ev.line <= h.line + kTracebackWindowLines &&
-            (!closing || ev.line < closing->line))
+        if (below_in_traceback_window(h, ev) && (!closing || ev.line < closing->line))
           closing = &ev;
     return closing;
   };

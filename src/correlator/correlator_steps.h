@@ -29,6 +29,11 @@ inline constexpr const char* kCounterPatterns[] = {"nccl_work_status", "nccl_dum
 // How far below its header a Python traceback's closing exception is looked for: the few dozen
 // lines a traceback takes (error lines, wrapper lines that open one).
 inline constexpr uint64_t kTracebackWindowLines = 60;
+// Whether `ev` lies below `header` within that window, in the same input and rank.
+inline bool below_in_traceback_window(const Event& header, const Event& ev) {
+  return ev.input == header.input && ev.rank == header.rank && ev.line > header.line &&
+         ev.line <= header.line + kTracebackWindowLines;
+}
 }  // namespace correlator_detail
 
 // One entry's evaluation against the job's events.

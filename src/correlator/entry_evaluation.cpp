@@ -289,10 +289,6 @@ void Correlator::give_way_to_wrapped_exceptions(std::vector<Hits>& all) const {
   if (!header_def || events_by_def_[*header_def].empty()) return;
   std::set<std::pair<uint32_t, uint64_t>> headers;
   for (const Event& ev : events_by_def_[*header_def]) headers.insert({ev.input, ev.line});
-  auto inside = [&](const Event& wrapper, const Event& ev) {
-    return ev.input == wrapper.input && ev.rank == wrapper.rank && ev.line > wrapper.line &&
-           ev.line <= wrapper.line + correlator_detail::kTracebackWindowLines;
-  };
   for (Hits& w : all) {
     if (!w.has_root || !w.first_root || w.entry->match.generic) continue;
     const Event& wrapper = *w.first_root;
@@ -300,7 +296,7 @@ void Correlator::give_way_to_wrapped_exceptions(std::vector<Hits>& all) const {
     for (const Hits& s : all) {
       if (&s == &w || !s.has_root || s.entry->match.generic) continue;
       bool wrapped = false;
-      auto in_traceback = [&](const Event* ev) { return inside(wrapper, *ev); };
+      auto in_traceback = [&](const Event* ev) { return correlator_detail::below_in_traceback_window(wrapper, *ev); };
       for (size_t r = 0; r < s.entry->refs.size() && !wrapped; ++r)
         if (s.entry->refs[r].role == Role::kRoot)
           wrapped = std::any_of(s.by_ref[r].begin(), s.by_ref[r].end(), in_traceback);
