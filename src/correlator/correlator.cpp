@@ -318,6 +318,17 @@ bool Correlator::earlier(const Event& a, const Event& b) const {
   return a.order < b.order;
 }
 
+// A Python traceback runs from a header to the exception line that closes it: the same rank's
+// first exception line after the header, within the few dozen lines a traceback takes.
+const Event* Correlator::traceback_closing_exception(const Event& header) const {
+  auto exception_def = lib_.find_pattern("error_exception_line");
+  const Event* closing = nullptr;
+  if (exception_def)
+    for (const Event& ev : events_by_def_[*exception_def])
+      if (below_in_traceback_window(header, ev) && (!closing || ev.line < closing->line)) closing = &ev;
+  return closing;
+}
+
 Correlator::ErrorLines Correlator::error_lines() const {
   ErrorLines e;
   for (auto name : {"error_exception_line", "error_fatal_line", "error_generic_line", "py_traceback_header"})
@@ -332,17 +343,7 @@ Correlator::ErrorLines Correlator::error_lines() const {
   for (auto name : {"error_benign_line", "c10_warning_stack"})
     if (auto def = lib_.find_pattern(name))
       for (const Event& ev : events_by_def_[*def]) e.benign.insert({ev.input, ev.line});
-  // A Python traceback runs from a header to the exception line that closes it: the same rank's
-  // first exception line after the header, within the few dozen lines a traceback takes.
-  auto exception_def = lib_.find_pattern("error_exception_line");
-  auto closing_exception = [&](const Event& h) -> const Event* {
-    const Event* closing = nullptr;
-    if (exception_def)
-      for (const Event& ev : events_by_def_[*exception_def])
-        if (below_in_traceback_window(h, ev) && (!closing || ev.line < closing->line))
-          closing = &ev;
-    return closing;
-  };
+  auto closing_exception = [&](const Event& h) { return traceback_closing_exception(h); };
   auto mark_block = [&](const Event& h, const Event& closing) {
     for (const Event* ev : e.lines)
       if (ev->input == h.input && ev->rank == h.rank && ev->line >= h.line && ev->line <= closing.line)

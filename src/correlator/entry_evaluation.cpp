@@ -293,10 +293,15 @@ void Correlator::give_way_to_wrapped_exceptions(std::vector<Hits>& all) const {
     if (!w.has_root || !w.first_root || w.entry->match.generic) continue;
     const Event& wrapper = *w.first_root;
     if (!headers.count({wrapper.input, wrapper.line})) continue;
+    // The wrapped exception is told between the header and the line that closes the traceback;
+    // a root in the same rank's next record is another error, not the one wrapped.
+    const Event* closing = traceback_closing_exception(wrapper);
     for (const Hits& s : all) {
       if (&s == &w || !s.has_root || s.entry->match.generic) continue;
       bool wrapped = false;
-      auto in_traceback = [&](const Event* ev) { return correlator_detail::below_in_traceback_window(wrapper, *ev); };
+      auto in_traceback = [&](const Event* ev) {
+        return correlator_detail::below_in_traceback_window(wrapper, *ev) && (!closing || ev->line <= closing->line);
+      };
       for (size_t r = 0; r < s.entry->refs.size() && !wrapped; ++r)
         if (s.entry->refs[r].role == Role::kRoot)
           wrapped = std::any_of(s.by_ref[r].begin(), s.by_ref[r].end(), in_traceback);

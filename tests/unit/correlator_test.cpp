@@ -245,6 +245,11 @@ TEST_CASE("correlator: a wrapper line that opens a traceback gives way to the kn
                       "  File \"/sglang/srt/managers/scheduler.py\", line 900, in event_loop\n"
                       "AssertionError: bad batch\n";
   check_decision(f.run(other), "sglang-scheduler-exception", 1, "root-event");
+  // A root below the line that closes the traceback belongs to the rank's next record: the
+  // wrapper does not give way to it.
+  std::string later = other + "[2026-03-03 03:53:40 TP1] torch.OutOfMemoryError: CUDA out of memory. Tried to allocate "
+                              "2.00 GiB. GPU 1 has a total capacity of 79.10 GiB of which 1.50 GiB is free.\n";
+  check_decision(f.run(later), "sglang-scheduler-exception", 1, "root-event");
 }
 
 TEST_CASE("correlator: the c10 stack under a [W] or [I] line fails nothing; under [E], or alone, it does") {

@@ -265,6 +265,7 @@ class Correlator {
   void rank_entries(std::vector<Hits>& all) const;
   void keep_generic_only_without_specific(std::vector<Hits>& all) const;
   void give_way_to_wrapped_exceptions(std::vector<Hits>& all) const;
+  const Event* traceback_closing_exception(const Event& header) const;  // correlator.cpp
   bool read_error_words(const ErrorLines& errors);  // entry_evaluation.cpp
   std::vector<size_t> consequence_defs() const;
   void add_last_resort(std::vector<Hits>& all, const std::vector<Hits>& fallbacks, std::vector<Hits>& candidates) const;
