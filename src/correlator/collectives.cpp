@@ -157,6 +157,9 @@ Correlator::LauncherVerdict Correlator::launcher_verdict() const {
           v.name = "torchrun's \"Root Cause (first observed failure)\"";
           v.event = &r;
         }
+    if (auto child = lib_.find_pattern("elastic_child_failed_error"); child && v.event)
+      for (const Event& ev : events_by_def_[*child])
+        if (ev.input == v.event->input && ev.line < v.event->line) v.summary_start = &ev;  // the last before it
   }
   // mpirun's lines name one rank each: the first that carries one.
   auto first_ranked = [&](const char* pattern, const char* name) {

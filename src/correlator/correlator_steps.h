@@ -83,6 +83,13 @@ struct Correlator::LauncherVerdict {
   std::string name;              // how the output names the launcher's line
   const Event* event = nullptr;  // the line that names `rank`
   std::set<int> failed_ranks;    // every rank torchrun's summary lists as failed
+  // torchrun's failure summary begins at its ChildFailedError line. The errors it quotes for
+  // each rank (their error files' tracebacks) come in rank order, not time order: only its
+  // "Root Cause" (the earliest error-file time) says which came first.
+  const Event* summary_start = nullptr;
+  bool told_in_summary(const Event& ev) const {
+    return summary_start && ev.input == summary_start->input && ev.line > summary_start->line;
+  }
 };
 
 // Each rank's first error line of its own: worked out at most once, and only where a step needs it.

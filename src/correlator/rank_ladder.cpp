@@ -141,6 +141,8 @@ RankDecision Correlator::RankLadder::from_ranked_roots() const {
                                  [&](const Event* ev) { return ev->rank == vote.rank; });
           it != ranked_roots_.end())
         dec.first_evidence = c_.to_evidence(**it, name_of_ref(*it), role_of_ref(*it));
+    } else if (!separated && launcher_.told_in_summary(*first) && launcher_.rank && distinct.count(*launcher_.rank)) {
+      dec = from_summary_root_cause(order);
     } else if (!separated && coll_.world > 1 && static_cast<int>(distinct.size()) >= coll_.world) {
       dec.rank.reset();
       dec.method = "job-wide";
@@ -161,6 +163,23 @@ RankDecision Correlator::RankLadder::from_ranked_roots() const {
   if (launcher_.rank && dec.rank && *launcher_.rank != *dec.rank)
     dec.reason += fmt::format("; {} names rank {}, but rank {}'s own root event is earlier evidence", launcher_.name,
                               *launcher_.rank, *dec.rank);
+  return dec;
+}
+
+// The ranks' root events are told only inside torchrun's failure summary, whose order is the
+// ranks' order: its Root Cause, picked by the workers' error-file times, is the first to fail.
+RankDecision Correlator::RankLadder::from_summary_root_cause(const std::vector<int>& order) const {
+  RankDecision dec;
+  dec.rank = launcher_.rank;
+  dec.method = "root-event";
+  dec.confidence = 0.7;
+  dec.candidates = order;
+  auto own = std::find_if(ranked_roots_.begin(), ranked_roots_.end(), [&](const Event* ev) { return ev->rank == *dec.rank; });
+  dec.first_evidence = c_.to_evidence(**own, name_of_ref(*own), role_of_ref(*own));
+  dec.reason = fmt::format("{} ranks hit it; their errors are told only in torchrun's failure summary, which lists them "
+                           "in rank order, and its \"Root Cause (first observed failure)\", the earliest by the "
+                           "workers' error-file times, is rank {}",
+                           order.size(), *dec.rank);
   return dec;
 }
 

@@ -33,6 +33,7 @@ class Correlator::RankLadder {
 
   // A decision that starts from the entry's first root line as its evidence, when there is one.
   RankDecision with_root_evidence() const;
+  RankDecision from_summary_root_cause(const std::vector<int>& order) const;
   // The ranks that never reached the stuck collective, the one that raised an error of its own first.
   std::vector<int> collective_suspects(const Event** raised) const;
   std::optional<Evidence> status_line_behind(int suspect) const;

@@ -358,6 +358,31 @@ TEST_CASE("correlator: an unrecognised failure still says which rank the launche
   CHECK(j["launcher_first_failure"]["rank"] == 3);
 }
 
+TEST_CASE("correlator: errors told only in torchrun's summary are in rank order; its Root Cause says which came first") {
+  Fixture f;
+  auto failure = [](int slot, int rank, const char* hms) {
+    return "[" + std::to_string(slot) + "]:\n  time      : 2026-05-19_" + hms + "\n  host      : n1\n  rank      : " +
+           std::to_string(rank) + " (local_rank: " + std::to_string(rank) +
+           ")\n  exitcode  : 1 (pid: 7" + std::to_string(rank) +
+           ")\n  traceback : Traceback (most recent call last):\n    File \"/app/train.py\", line 9, in step\n"
+           "  torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 200.00 MiB. GPU " + std::to_string(rank) +
+           " has a total capacity of 79.10 GiB of which 73.44 MiB is free.\n";
+  };
+  std::string summary = "step 1 loss 2.0\ntorch.distributed.elastic.multiprocessing.errors.ChildFailedError:\n"
+                        "============================================================\ntrain.py FAILED\n"
+                        "------------------------------------------------------------\nFailures:\n" +
+                        failure(1, 2, "18:21:02") + failure(2, 3, "18:21:02") +
+                        "------------------------------------------------------------\n"
+                        "Root Cause (first observed failure):\n" + failure(0, 4, "18:21:01");
+  Diagnosis d = f.run(summary);
+  check_decision(d, "cuda-oom", 4, "root-event");
+  CHECK(d.initiating.reason.find("rank order") != std::string::npos);
+  // The same ranks' errors printed live, before the summary, keep their own order.
+  std::string live = "[rank2]: torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 200.00 MiB. GPU 2 has a total capacity of 79.10 GiB\n" +
+                     summary;
+  check_decision(f.run(live), "cuda-oom", 2, "root-event");
+}
+
 TEST_CASE("correlator: an unrecognised error on one rank makes it the suspect; the others are not") {
   Fixture f;
   // Rank 3's own exception; torchrun stops ranks 0 and 1.
