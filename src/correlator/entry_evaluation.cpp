@@ -18,6 +18,28 @@ bool explains(const Entry& e, const std::string& id) {
 }
 }  // namespace
 
+// A survivable entry's root is a warning a run can live through (a missed rendezvous heartbeat).
+// When every error that counts came long after it (kOutlivedMs, on comparable clocks), the job
+// did live through it: its end is told by those later errors, not by the warning.
+bool Correlator::outlived_warning(const Hits& h, const ErrorLines& errors) const {
+  constexpr int64_t kOutlivedMs = 10 * 60 * 1000;
+  const Event* last_root = nullptr;
+  for (size_t r = 0; r < h.entry->refs.size(); ++r)
+    if (h.entry->refs[r].role == Role::kRoot)
+      for (const Event* ev : h.by_ref[r])
+        if (ev->time.valid() && ev->time.kind != Timestamp::kBoot && (!last_root || earlier(*last_root, *ev))) last_root = ev;
+  if (!last_root) return false;
+  bool later_error = false;
+  for (const Event* ev : errors.lines) {
+    if (errors.is_benign(*ev) || (ev->input == last_root->input && ev->line == last_root->line)) continue;
+    if (ev->time.kind != last_root->time.kind) continue;  // no comparable time: it decides nothing
+    int64_t gap = event_key(*ev) - event_key(*last_root);
+    if (gap < kOutlivedMs) return false;  // an error near (or before) the warning: it may be the cause
+    later_error = true;
+  }
+  return later_error;
+}
+
 std::vector<Correlator::Hits> Correlator::evaluate_entries(const ErrorLines& errors) const {
   std::vector<size_t> error_line_defs;
   for (auto name : {"error_exception_line", "error_fatal_line", "error_generic_line"})
@@ -61,7 +83,7 @@ std::vector<Correlator::Hits> Correlator::evaluate_entries(const ErrorLines& err
     bool rule = std::all_of(e.match.require.begin(), e.match.require.end(), hit);
     if (!e.match.any.empty()) rule = rule && std::any_of(e.match.any.begin(), e.match.any.end(), hit);
     rule = rule && std::none_of(e.match.absent.begin(), e.match.absent.end(), hit);
-    rule = rule && (!e.match.survivable || errors.any_counting());
+    rule = rule && (!e.match.survivable || (errors.any_counting() && !outlived_warning(h, errors)));
     if (e.match.fallback) {
       if (rule && !(e.match.no_progress && job_made_progress())) fallbacks.push_back(std::move(h));
       continue;

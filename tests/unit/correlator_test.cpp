@@ -358,6 +358,26 @@ TEST_CASE("correlator: an unrecognised failure still says which rank the launche
   CHECK(j["launcher_first_failure"]["rank"] == 3);
 }
 
+TEST_CASE("correlator: a survivable warning the job outlived by long does not explain its later errors") {
+  Fixture f;
+  const std::string keepalive =
+      "W0105 21:12:40.064000 2647951 torch/distributed/elastic/rendezvous/dynamic_rendezvous.py:1341] The node "
+      "'n1_2647951_0' has failed to send a keep-alive heartbeat to the rendezvous 'none' due to an error of type "
+      "RendezvousTimeoutError.\n";
+  auto failed = [](const char* hms) {
+    return std::string("E0105 ") + hms +
+           ".978000 456319 torch/distributed/elastic/multiprocessing/api.py:882] failed (exitcode: 1) local_rank: 1 "
+           "(pid: 456393) of binary: /usr/bin/python\n";
+  };
+  // The store host went away: the agent's workers fail within seconds of the missed heartbeat.
+  Diagnosis near = f.run(keepalive + failed("21:12:52"));
+  REQUIRE(near.entry);
+  CHECK(near.entry->id == "torchrun-rendezvous-keepalive-failed");
+  // 78 minutes later the workers fail on their own: the job lived through the warning.
+  Diagnosis later = f.run(keepalive + failed("22:30:21"));
+  CHECK((!later.entry || later.entry->id != "torchrun-rendezvous-keepalive-failed"));
+}
+
 TEST_CASE("correlator: errors told only in torchrun's summary are in rank order; its Root Cause says which came first") {
   Fixture f;
   auto failure = [](int slot, int rank, const char* hms) {

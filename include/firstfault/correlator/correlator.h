@@ -265,6 +265,7 @@ class Correlator {
   void rank_entries(std::vector<Hits>& all) const;
   void keep_generic_only_without_specific(std::vector<Hits>& all) const;
   void give_way_to_wrapped_exceptions(std::vector<Hits>& all) const;
+  bool outlived_warning(const Hits& h, const ErrorLines& errors) const;  // entry_evaluation.cpp
   const Event* traceback_closing_exception(const Event& header) const;  // correlator.cpp
   bool read_error_words(const ErrorLines& errors);  // entry_evaluation.cpp
   std::vector<size_t> consequence_defs() const;
