@@ -343,7 +343,6 @@ Correlator::ErrorLines Correlator::error_lines() const {
   for (auto name : {"error_benign_line", "c10_warning_stack"})
     if (auto def = lib_.find_pattern(name))
       for (const Event& ev : events_by_def_[*def]) e.benign.insert({ev.input, ev.line});
-  auto closing_exception = [&](const Event& h) { return traceback_closing_exception(h); };
   auto mark_block = [&](const Event& h, const Event& closing) {
     for (const Event* ev : e.lines)
       if (ev->input == h.input && ev->rank == h.rank && ev->line >= h.line && ev->line <= closing.line)
@@ -353,7 +352,7 @@ Correlator::ErrorLines Correlator::error_lines() const {
   // exit): Python ignored it, so nothing in it, header to exception, fails anything.
   if (auto hdr = lib_.find_pattern("py_exception_ignored"))
     for (const Event& h : events_by_def_[*hdr])
-      if (const Event* closing = closing_exception(h)) {
+      if (const Event* closing = traceback_closing_exception(h)) {
         mark_block(h, *closing);
         uint64_t& to = e.ignored[{h.input, h.rank, h.line}];
         to = std::max(to, closing->line);
@@ -362,7 +361,7 @@ Correlator::ErrorLines Correlator::error_lines() const {
   // KeyboardInterrupt); its header counts on its own only where the paste lost the exception.
   if (auto hdr = lib_.find_pattern("py_traceback_header"))
     for (const Event& h : events_by_def_[*hdr])
-      if (const Event* closing = closing_exception(h)) {
+      if (const Event* closing = traceback_closing_exception(h)) {
         if (e.is_benign(*closing)) mark_block(h, *closing);
         e.benign.insert({h.input, h.line});
       }
