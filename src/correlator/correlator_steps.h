@@ -34,6 +34,11 @@ inline bool below_in_traceback_window(const Event& header, const Event& ev) {
   return ev.input == header.input && ev.rank == header.rank && ev.line > header.line &&
          ev.line <= header.line + kTracebackWindowLines;
 }
+// Two times on the same wall clock (both full, or both year-less): boot-relative times and
+// times of different kinds say nothing about which came first or how long apart.
+inline bool comparable(const Timestamp& a, const Timestamp& b) {
+  return a.valid() && b.valid() && a.kind == b.kind && a.kind != Timestamp::kBoot;
+}
 }  // namespace correlator_detail
 
 // One entry's evaluation against the job's events.

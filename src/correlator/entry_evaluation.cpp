@@ -32,7 +32,7 @@ bool Correlator::outlived_warning(const Hits& h, const ErrorLines& errors) const
   bool later_error = false;
   for (const Event* ev : errors.lines) {
     if (errors.is_benign(*ev) || (ev->input == last_root->input && ev->line == last_root->line)) continue;
-    if (ev->time.kind != last_root->time.kind) continue;  // no comparable time: it decides nothing
+    if (!correlator_detail::comparable(ev->time, last_root->time)) continue;  // it decides nothing
     int64_t gap = event_key(*ev) - event_key(*last_root);
     if (gap < kOutlivedMs) return false;  // an error near (or before) the warning: it may be the cause
     later_error = true;

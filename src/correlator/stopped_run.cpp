@@ -18,10 +18,6 @@ namespace {
 // stopped in training: longer than any step, checkpoint save or evaluation pass of a healthy run
 // prints nothing for, shorter than the default NCCL timeout that would end a real hang.
 constexpr int64_t kIdleAfterProgressMs = 10 * 60 * 1000;
-
-bool comparable(const Timestamp& a, const Timestamp& b) {
-  return a.valid() && b.valid() && a.kind == b.kind && a.kind != Timestamp::kBoot;
-}
 }  // namespace
 
 std::optional<StoppedRun> Correlator::stopped_run() const {
@@ -37,7 +33,7 @@ std::optional<StoppedRun> Correlator::stopped_run() const {
     return false;
   };
   auto idle_after_progress = [](const RankState& rs) {
-    return rs.progress_at_end && comparable(rs.progress_time, rs.last_time) &&
+    return rs.progress_at_end && correlator_detail::comparable(rs.progress_time, rs.last_time) &&
            rs.last_time.ms - rs.progress_time.ms >= kIdleAfterProgressMs;
   };
   const RankState* idlest = nullptr;
