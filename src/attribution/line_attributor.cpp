@@ -989,6 +989,24 @@ bool is_exception_line(sv body) {
 
 }  // namespace
 
+size_t progress_bar_glued_end(sv seg) {
+  // tqdm's default layout: "{desc}{pct}%|{bar}| {n}/{total} [{elapsed}<{remaining}, {rate}{postfix}]".
+  size_t pct = seg.find("%|");
+  if (pct == sv::npos || pct == 0 || !is_digit(seg[pct - 1])) return sv::npos;
+  size_t bar_close = seg.find('|', pct + 2);
+  if (bar_close == sv::npos || bar_close + 1 >= seg.size() || seg[bar_close + 1] != ' ') return sv::npos;
+  size_t i = bar_close + 2;
+  const size_t counts = i;
+  while (i < seg.size() && seg[i] != ' ' && seg[i] != '[') ++i;  // "3/50", "1.2k/4.0k", "3/?"
+  if (seg.substr(counts, i - counts).find('/') == sv::npos) return sv::npos;
+  if (i + 1 >= seg.size() || seg[i] != ' ' || seg[i + 1] != '[') return sv::npos;
+  size_t close = seg.find(']', i + 2);
+  if (close == sv::npos) return sv::npos;
+  size_t rest = close + 1;
+  while (rest < seg.size() && seg[rest] == ' ') ++rest;
+  return rest < seg.size() ? close + 1 : sv::npos;
+}
+
 std::string_view strip_ansi(std::string_view line, std::string& scratch) {
   if (line.find('\x1b') == sv::npos && line.find('\0') == sv::npos) return line;
   scratch.clear();

@@ -348,6 +348,31 @@ TEST_CASE("segments: tqdm carriage returns split, trailing CR dropped, ANSI remo
   REQUIRE(segs == std::vector<std::string>{"(pid=1) hello"});
 }
 
+TEST_CASE("segments: a record glued to a tqdm bar's last redraw is a segment of its own") {
+  std::string scratch;
+  std::vector<std::string> segs;
+  // FastVideo's committed .err log (docs/accuracy.md, round 68): torchrun's warning after the bar.
+  for_each_segment("  2%|\xe2\x96\x8f  | 1/50 [00:28<22:58, 28.14s/it]\r  6%|\xe2\x96\x8c  | 3/50 [01:15<19:13, 24.53s/it]"
+                   "W0105 21:12:40.064000 2647951 torch/distributed/elastic/rendezvous/dynamic_rendezvous.py:1341] x",
+                   scratch, [&](std::string_view s) { segs.emplace_back(s); });
+  REQUIRE(segs.size() == 3);
+  CHECK(segs[1] == "  6%|\xe2\x96\x8c  | 3/50 [01:15<19:13, 24.53s/it]");
+  CHECK(segs[2].rfind("W0105 21:12:40.064000 ", 0) == 0);
+  auto glued = attr(segs[2]);
+  CHECK(glued.severity == 'W');
+  // A rank prefix glued after a described bar with a postfix, and "?" totals.
+  segs.clear();
+  for_each_segment("\rEpoch 0: 100%|##########| 3/? [00:02<00:00, 1.2it/s, loss=0.5][rank3]: RuntimeError: boom", scratch,
+                   [&](std::string_view s) { segs.emplace_back(s); });
+  REQUIRE(segs.size() == 2);
+  CHECK(attr(segs[1]).rank == 3);
+  // Bars alone, or followed by blanks, stay whole; so does a percentage that is not a bar.
+  CHECK(progress_bar_glued_end("100%|##########| 3/3 [00:02<00:00, 1.2it/s]") == std::string_view::npos);
+  CHECK(progress_bar_glued_end("100%|##########| 3/3 [00:02<00:00, 1.2it/s]   ") == std::string_view::npos);
+  CHECK(progress_bar_glued_end("loss 50%| of | 3 [x] tail") == std::string_view::npos);
+  CHECK(progress_bar_glued_end("done 50% | 3/3 [x] tail") == std::string_view::npos);
+}
+
 TEST_CASE("attribution: a glued [stderr]/[stdout] stream tag is peeled, the indentation after it kept") {
   auto a = attr("[stderr]ModuleNotFoundError: No module named 'tensorboard'");
   CHECK(a.body == "ModuleNotFoundError: No module named 'tensorboard'");

@@ -115,6 +115,12 @@ void for_each_segment(std::string_view line, std::string& scratch, Fn&& fn, Line
 
 std::string_view strip_ansi(std::string_view line, std::string& scratch);
 
+// Where a tqdm bar at the head of a redraw segment ends (just past its "[elapsed<left, rate]"),
+// when a record follows on the same segment; npos otherwise. A bar redraws without a newline, so
+// whatever another writer prints next (a glog warning, a "[rank3]:" traceback line) is glued to
+// its last redraw and would carry neither its own time nor its rank prefix at the line start.
+size_t progress_bar_glued_end(std::string_view segment);
+
 template <typename Fn>
 void for_each_segment(std::string_view line, std::string& scratch, Fn&& fn, LineHints hints) {
   if (!hints.may_have_cr) {
@@ -131,7 +137,16 @@ void for_each_segment(std::string_view line, std::string& scratch, Fn&& fn, Line
   size_t start = 0;
   for (;;) {
     size_t end = cr == std::string_view::npos ? line.size() : cr;
-    if (end > start) fn(line.substr(start, end - start));
+    if (end > start) {
+      std::string_view seg = line.substr(start, end - start);
+      size_t bar_end = progress_bar_glued_end(seg);
+      if (bar_end == std::string_view::npos) {
+        fn(seg);
+      } else {
+        fn(seg.substr(0, bar_end));
+        fn(seg.substr(bar_end));
+      }
+    }
     if (cr == std::string_view::npos) break;
     start = cr + 1;
     cr = line.find('\r', start);
