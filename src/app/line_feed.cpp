@@ -153,7 +153,7 @@ void LineFeed::process_line(std::string_view line, const Potentials& pot, bool p
     ++summary_.long_lines;
     line = line.substr(0, kMaxLineBytes);
   }
-  for_each_segment(line, scratch_, [&](std::string_view seg) {
+  auto on_segment = [&](std::string_view seg) {
     Attribution a = attr_.attribute(seg, plan);  // one segment when there is a plan: the whole line
     if (attr_.file().rank >= 0 && a.rank >= 0 && !a.rank_from_name && !a.inherited && !partial) note_line_rank(a.rank);
     if (a.severity) note_header(a.rank, line_no, a.severity);
@@ -228,7 +228,18 @@ void LineFeed::process_line(std::string_view line, const Potentials& pot, bool p
       if (observer_) observer_->on_event(ev);
       corr_.add_event(std::move(ev));
     }
-  }, hints);
+  };
+  // A paste that lost a progress bar's carriage returns still glues the next record after the
+  // bar. Only lines that may match something are looked at, so a common line pays nothing.
+  const size_t bar_end = candidate && !hints.may_have_cr && !hints.may_have_escapes ? progress_bar_glued_end(line)
+                                                                                       : std::string_view::npos;
+  if (bar_end == std::string_view::npos) {
+    for_each_segment(line, scratch_, on_segment, hints);
+    return;
+  }
+  plan = nullptr;  // a plan describes the whole line
+  on_segment(line.substr(0, bar_end));
+  on_segment(line.substr(bar_end));
 }
 
 }  // namespace firstfault

@@ -989,6 +989,17 @@ bool is_exception_line(sv body) {
 
 }  // namespace
 
+namespace {
+// The head of another writer's record: a bracket or parenthesis (a rank prefix, "[E ...]", a
+// Ray "(pid=...)" prefix), a timestamp, or a glog header ("W0105 "). The shell's own "Killed"
+// notice after a bar is not one: host-oom-kill reads it glued to the bar, as the shell wrote it.
+bool starts_record(sv s) {
+  if (s[0] == '[' || s[0] == '(' || is_digit(s[0])) return true;
+  return s.size() > 5 && std::strchr("IWEF", s[0]) && is_digit(s[1]) && is_digit(s[2]) && is_digit(s[3]) &&
+         is_digit(s[4]) && s[5] == ' ';
+}
+}  // namespace
+
 size_t progress_bar_glued_end(sv seg) {
   // tqdm's default layout: "{desc}{pct}%|{bar}| {n}/{total} [{elapsed}<{remaining}, {rate}{postfix}]".
   size_t pct = seg.find("%|");
@@ -1004,7 +1015,7 @@ size_t progress_bar_glued_end(sv seg) {
   if (close == sv::npos) return sv::npos;
   size_t rest = close + 1;
   while (rest < seg.size() && seg[rest] == ' ') ++rest;
-  return rest < seg.size() ? close + 1 : sv::npos;
+  return rest < seg.size() && starts_record(seg.substr(rest)) ? close + 1 : sv::npos;
 }
 
 std::string_view strip_ansi(std::string_view line, std::string& scratch) {

@@ -371,6 +371,9 @@ TEST_CASE("segments: a record glued to a tqdm bar's last redraw is a segment of 
   CHECK(progress_bar_glued_end("100%|##########| 3/3 [00:02<00:00, 1.2it/s]   ") == std::string_view::npos);
   CHECK(progress_bar_glued_end("loss 50%| of | 3 [x] tail") == std::string_view::npos);
   CHECK(progress_bar_glued_end("done 50% | 3/3 [x] tail") == std::string_view::npos);
+  // The shell's notice after the bar is not another writer's record (host-oom-kill reads it glued).
+  CHECK(progress_bar_glued_end("Loading checkpoint shards:  38%|##  | 3/8 [00:02<00:03,  1.28it/s]Killed") ==
+        std::string_view::npos);
 }
 
 TEST_CASE("attribution: a glued [stderr]/[stdout] stream tag is peeled, the indentation after it kept") {

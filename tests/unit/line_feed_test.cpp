@@ -113,3 +113,31 @@ TEST_CASE("line feed: hints that rule out escapes and CRs pass the line through 
   for_each_segment("[rank3]: hello", scratch, [&](std::string_view s) { segs.emplace_back(s); }, clean);
   CHECK(segs == std::vector<std::string>{"[rank3]: hello"});
 }
+
+TEST_CASE("line feed: a record glued to a progress bar that lost its carriage returns is read as its own line") {
+  // ultralytics/yolov5#4400 (docs/accuracy.md, round 69): the paste kept the bar and the
+  // watchdog's line on one row. The glued record gets its own rank prefix, level and time.
+  test::RepoEngine engine;
+  const std::string block =
+      "train: Scanning labels...:  97%|##9| 43830/45049 [01:07<00:18, 66.12it/s][rank1]:[E1107 09:50:00.000000000 "
+      "ProcessGroupNCCL.cpp:567] [Rank 1] Watchdog caught collective operation timeout: WorkNCCL(SeqNum=3, "
+      "OpType=ALLREDUCE, Timeout(ms)=60000) ran for 67438 milliseconds before timing out.\n"
+      "train: Scanning labels...: 100%|###| 45049/45049 [01:09<00:00, 66.12it/s]\n";
+  for (bool prefilter : {false, true}) {
+    CAPTURE(prefilter);
+    Correlator corr(engine.lib, engine.matcher.tail_patterns());
+    LineAttributor attr;
+    InputSummary summary;
+    Recorder rec;
+    LineFeed feed(engine.matcher, corr, attr, 0, summary, &rec);
+    if (prefilter) feed.prefer_prefilter();
+    feed.on_block(block);
+    REQUIRE(!rec.events.empty());
+    CHECK(rec.events.front().rank == 1);
+    CHECK(rec.events.front().line_no == 1);
+    REQUIRE(rec.lines.size() >= 2);
+    CHECK(rec.lines[0].segment == "train: Scanning labels...:  97%|##9| 43830/45049 [01:07<00:18, 66.12it/s]");
+    CHECK(rec.lines[1].segment.rfind("[rank1]:[E1107", 0) == 0);
+    CHECK(rec.lines[1].rank == 1);
+  }
+}

@@ -116,7 +116,8 @@ void for_each_segment(std::string_view line, std::string& scratch, Fn&& fn, Line
 std::string_view strip_ansi(std::string_view line, std::string& scratch);
 
 // Where a tqdm bar at the head of a redraw segment ends (just past its "[elapsed<left, rate]"),
-// when a record follows on the same segment; npos otherwise. A bar redraws without a newline, so
+// when another writer's record (a bracket, a timestamp, a glog header) follows on the same
+// segment; npos otherwise. A bar redraws without a newline, so
 // whatever another writer prints next (a glog warning, a "[rank3]:" traceback line) is glued to
 // its last redraw and would carry neither its own time nor its rank prefix at the line start.
 size_t progress_bar_glued_end(std::string_view segment);
