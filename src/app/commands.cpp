@@ -117,9 +117,10 @@ std::unique_ptr<Engine> load_engine(const CommonOptions& o) {
   return engine;
 }
 
-void keep_until_exit(std::unique_ptr<Engine> engine) {
+void keep_until_exit(std::unique_ptr<Engine>& engine) {
   // Plain pointers in a static array: nothing runs at exit, and a leak checker still finds the
-  // engine reachable. A third engine in one process (tests) is freed as usual.
+  // engine reachable. A third engine in one process (tests) stays with the caller and is freed
+  // there as usual, after everything that points into its library.
   static Engine* kept[2] = {nullptr, nullptr};
   for (Engine*& slot : kept)
     if (!slot) {
@@ -189,7 +190,7 @@ int run_diagnose(const DiagnoseOptions& o, std::ostream& out) {
     out << render_text(r.diagnosis, *lib, style);
   }
   out.flush();
-  keep_until_exit(std::move(engine));
+  keep_until_exit(engine);
   if (r.interrupted) return kExitInterrupted;
   if (!r.problems.empty() || nothing) return kExitUsage;
   return exit_code_for(r.diagnosis, *fail_on);

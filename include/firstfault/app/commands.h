@@ -112,7 +112,7 @@ std::unique_ptr<Engine> load_engine(const CommonOptions& o);
 // Leaves a command's engine to the end of the process instead of freeing it: freeing the library
 // and its compiled patterns (tens of thousands of small allocations) was a tenth of the start-up
 // of a one-file diagnose (about 3 of 33 ms), and the OS takes the memory back at exit at once.
-void keep_until_exit(std::unique_ptr<Engine> engine);
+void keep_until_exit(std::unique_ptr<Engine>& engine);
 
 // Each input problem on stderr, then each binary input skipped: always when it was named itself
 // (as ripgrep does), with `verbose` also those found in a directory or an archive; then a hint for
