@@ -231,15 +231,14 @@ void LineFeed::process_line(std::string_view line, const Potentials& pot, bool p
   };
   // A paste that lost a progress bar's carriage returns still glues the next record after the
   // bar. Only lines that may match something are looked at, so a common line pays nothing.
-  const size_t bar_end = candidate && !hints.may_have_cr && !hints.may_have_escapes ? progress_bar_glued_end(line)
-                                                                                       : std::string_view::npos;
-  if (bar_end == std::string_view::npos) {
+  const bool glued_bar = candidate && !hints.may_have_cr && !hints.may_have_escapes &&
+                         progress_bar_glued_end(line) != std::string_view::npos;
+  if (!glued_bar) {
     for_each_segment(line, scratch_, on_segment, hints);
     return;
   }
   plan = nullptr;  // a plan describes the whole line
-  on_segment(line.substr(0, bar_end));
-  on_segment(line.substr(bar_end));
+  split_glued_bars(line, on_segment);
 }
 
 }  // namespace firstfault

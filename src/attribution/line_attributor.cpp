@@ -987,17 +987,16 @@ bool is_exception_line(sv body) {
   return i == body.size() || body[i] == ':';
 }
 
-}  // namespace
-
-namespace {
 // The head of another writer's record: a bracket or parenthesis (a rank prefix, "[E ...]", a
-// Ray "(pid=...)" prefix), a timestamp, or a glog header ("W0105 "). The shell's own "Killed"
-// notice after a bar is not one: host-oom-kill reads it glued to the bar, as the shell wrote it.
+// Ray "(pid=...)" prefix), a timestamp or the next bar's percentage, or a glog header ("W0105 ").
+// The shell's own "Killed" notice after a bar is not one: host-oom-kill reads it glued to the
+// bar, as the shell wrote it.
 bool starts_record(sv s) {
   if (s[0] == '[' || s[0] == '(' || is_digit(s[0])) return true;
   return s.size() > 5 && std::strchr("IWEF", s[0]) && is_digit(s[1]) && is_digit(s[2]) && is_digit(s[3]) &&
          is_digit(s[4]) && s[5] == ' ';
 }
+
 }  // namespace
 
 size_t progress_bar_glued_end(sv seg) {

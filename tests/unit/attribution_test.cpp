@@ -366,6 +366,12 @@ TEST_CASE("segments: a record glued to a tqdm bar's last redraw is a segment of 
                    [&](std::string_view s) { segs.emplace_back(s); });
   REQUIRE(segs.size() == 2);
   CHECK(attr(segs[1]).rank == 3);
+  // Bars whose carriage returns were lost: each bar, then the record after the last one.
+  segs.clear();
+  split_glued_bars("  2%|#  | 1/50 [00:28<22:58, 28.14s/it]  4%|#  | 2/50 [00:51<20:19, 25.41s/it]W0105 21:12:40.064000 1 x.py:1] y",
+                   [&](std::string_view s) { segs.emplace_back(s); });
+  REQUIRE(segs.size() == 3);
+  CHECK(segs[2].rfind("W0105 ", 0) == 0);
   // Bars alone, or followed by blanks, stay whole; so does a percentage that is not a bar.
   CHECK(progress_bar_glued_end("100%|##########| 3/3 [00:02<00:00, 1.2it/s]") == std::string_view::npos);
   CHECK(progress_bar_glued_end("100%|##########| 3/3 [00:02<00:00, 1.2it/s]   ") == std::string_view::npos);

@@ -116,11 +116,22 @@ void for_each_segment(std::string_view line, std::string& scratch, Fn&& fn, Line
 std::string_view strip_ansi(std::string_view line, std::string& scratch);
 
 // Where a tqdm bar at the head of a redraw segment ends (just past its "[elapsed<left, rate]"),
-// when another writer's record (a bracket, a timestamp, a glog header) follows on the same
-// segment; npos otherwise. A bar redraws without a newline, so
-// whatever another writer prints next (a glog warning, a "[rank3]:" traceback line) is glued to
-// its last redraw and would carry neither its own time nor its rank prefix at the line start.
+// when another writer's record (a bracket, a timestamp, a glog header, another bar) follows on
+// the same segment; npos otherwise. A bar redraws without a newline, so whatever another writer
+// prints next (a glog warning, a "[rank3]:" traceback line) is glued to its last redraw and would
+// carry neither its own time nor its rank prefix at the line start.
 size_t progress_bar_glued_end(std::string_view segment);
+
+// Gives `fn` each bar of `segment` that has a record glued after it, then the rest: one call for
+// a segment with no glued bar. Each step scans forward only, so a line of many bars stays linear.
+template <typename Fn>
+void split_glued_bars(std::string_view segment, Fn&& fn) {
+  for (size_t end; (end = progress_bar_glued_end(segment)) != std::string_view::npos;) {
+    fn(segment.substr(0, end));
+    segment.remove_prefix(end);
+  }
+  fn(segment);
+}
 
 template <typename Fn>
 void for_each_segment(std::string_view line, std::string& scratch, Fn&& fn, LineHints hints) {
@@ -138,16 +149,7 @@ void for_each_segment(std::string_view line, std::string& scratch, Fn&& fn, Line
   size_t start = 0;
   for (;;) {
     size_t end = cr == std::string_view::npos ? line.size() : cr;
-    if (end > start) {
-      std::string_view seg = line.substr(start, end - start);
-      size_t bar_end = progress_bar_glued_end(seg);
-      if (bar_end == std::string_view::npos) {
-        fn(seg);
-      } else {
-        fn(seg.substr(0, bar_end));
-        fn(seg.substr(bar_end));
-      }
-    }
+    if (end > start) split_glued_bars(line.substr(start, end - start), fn);
     if (cr == std::string_view::npos) break;
     start = cr + 1;
     cr = line.find('\r', start);
