@@ -42,6 +42,18 @@ std::vector<Seen> per_line(std::string_view block) {
   return out;
 }
 
+// One block through a LineFeed, with the prefiltered path or without it: what it saw.
+Recorder feed_block(const test::RepoEngine& engine, const std::string& block, bool prefilter) {
+  Correlator corr(engine.lib, engine.matcher.tail_patterns());
+  LineAttributor attr;
+  InputSummary summary;
+  Recorder rec;
+  LineFeed feed(engine.matcher, corr, attr, 0, summary, &rec);
+  if (prefilter) feed.prefer_prefilter();
+  feed.on_block(block);
+  return rec;
+}
+
 }  // namespace
 
 TEST_CASE("line feed: per-block escape/CR hints give the same segments, ranks and events as per-line searches") {
@@ -90,13 +102,7 @@ TEST_CASE("line feed: a colour code inside a message does not hide it from the p
   std::vector<std::vector<Seen>> seen;
   for (bool prefilter : {false, true}) {
     CAPTURE(prefilter);
-    Correlator corr(engine.lib, engine.matcher.tail_patterns());
-    LineAttributor attr;
-    InputSummary summary;
-    Recorder rec;
-    LineFeed feed(engine.matcher, corr, attr, 0, summary, &rec);
-    if (prefilter) feed.prefer_prefilter();
-    feed.on_block(block);
+    Recorder rec = feed_block(engine, block, prefilter);
     REQUIRE(rec.events.size() >= 2);
     CHECK(rec.events.front().rank == 3);
     seen.push_back(rec.events);
@@ -125,13 +131,7 @@ TEST_CASE("line feed: a record glued to a progress bar that lost its carriage re
       "train: Scanning labels...: 100%|###| 45049/45049 [01:09<00:00, 66.12it/s]\n";
   for (bool prefilter : {false, true}) {
     CAPTURE(prefilter);
-    Correlator corr(engine.lib, engine.matcher.tail_patterns());
-    LineAttributor attr;
-    InputSummary summary;
-    Recorder rec;
-    LineFeed feed(engine.matcher, corr, attr, 0, summary, &rec);
-    if (prefilter) feed.prefer_prefilter();
-    feed.on_block(block);
+    Recorder rec = feed_block(engine, block, prefilter);
     REQUIRE(!rec.events.empty());
     CHECK(rec.events.front().rank == 1);
     CHECK(rec.events.front().line_no == 1);
