@@ -108,7 +108,8 @@ class LineAttributor {
 };
 
 // Normalises one physical line for matching: removes ANSI escapes and NULs; returns the
-// '\r'-separated segments via `fn` (tqdm redraws; each is scanned), trailing '\r' dropped.
+// '\r'-separated segments via `fn` (tqdm redraws; each is scanned, and a record glued after a
+// redraw's bar is a segment of its own: split_glued_bars), trailing '\r' dropped.
 // `scratch` is reused to avoid allocations.
 template <typename Fn>
 void for_each_segment(std::string_view line, std::string& scratch, Fn&& fn, LineHints hints = {});
