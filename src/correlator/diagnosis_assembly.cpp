@@ -162,13 +162,22 @@ void Correlator::report_limits(Diagnosis& d) const {
 
 // No entry is supported: clean, unless a line reads as an error (then unrecognized, with the
 // first error line and the rank whose own error came first) or the log ends while training made
-// progress (incomplete).
+// progress (incomplete). Error lines the run trained past do not make it unrecognized; the first
+// is kept as `outlived_error`.
 void Correlator::explain_unrecognized(Diagnosis& d, const ErrorLines& errors, const LauncherVerdict& launcher,
                                      const OwnErrors& own) const {
   d.verdict = "clean";
   const Event* first_err = nullptr;
+  bool all_outlived = true;
   for (const Event* ev : errors.lines)
-    if (!errors.is_benign(*ev) && (!first_err || earlier(*ev, *first_err))) first_err = ev;
+    if (!errors.is_benign(*ev)) {
+      if (!first_err || earlier(*ev, *first_err)) first_err = ev;
+      if (all_outlived && !outlived_by_progress(*ev)) all_outlived = false;
+    }
+  if (first_err && all_outlived) {  // the run trained past every one: none of them ended it
+    d.outlived_error = to_evidence(*first_err, lib_.patterns[first_err->def].name, Role::kContext);
+    first_err = nullptr;
+  }
   if (first_err) {
     d.verdict = "unrecognized";
     d.first_error = to_evidence(*first_err, lib_.patterns[first_err->def].name, Role::kContext);

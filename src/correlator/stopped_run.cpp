@@ -6,6 +6,9 @@
 // A log that merely ends on a progress line is not enough: most pasted logs of healthy runs are
 // excerpts that end in training (19 of the 122 healthy logs in testdata/ and the rounds), and
 // none of the failed jobs of rounds 37-39 read as clean would be caught by that alone.
+//
+// The converse, outlived_by_progress(): an error line followed by its rank's progress to the end
+// of the log did not end the run.
 #include <algorithm>
 #include <cstdio>
 
@@ -68,6 +71,20 @@ std::optional<StoppedRun> Correlator::stopped_run() const {
     last = unranked_.last_time;
   if (last.valid()) s.last_time = in_job_year(last);
   return s;
+}
+
+// An error line the run trained past did not end it (a reward checker's "[Error]", a logger's
+// CRITICAL notice): its rank, or the job's unranked lines, end on a progress line after it. In a
+// job of several ranks a ranked line needs its own rank's progress: another rank's bar can run
+// on for a while after this one died.
+bool Correlator::outlived_by_progress(const Event& ev) const {
+  auto after = [&](const RankState& rs) {
+    return rs.progress_at_end && rs.progress_input == ev.input && rs.progress_line_no > ev.line;
+  };
+  if (ev.rank < 0) return after(unranked_) || std::any_of(ranks_.begin(), ranks_.end(), [&](const auto& r) { return after(r.second); });
+  auto it = ranks_.find(ev.rank);
+  if (it != ranks_.end() && after(it->second)) return true;
+  return ranks_.size() <= 1 && after(unranked_);
 }
 
 Evidence Correlator::last_progress_evidence(int rank, const RankState& rs) const {

@@ -144,6 +144,7 @@ json diagnosis_to_json(const Diagnosis& d, const Library& lib, bool rank_rows) {
                     {"behind", s->behind},
                     {"first_time", s->first_time ? time_json(*s->first_time) : json(nullptr)},
                     {"last_time", s->last_time ? time_json(*s->last_time) : json(nullptr)}};
+  if (const auto& o = d.outlived_error) j["outlived_error"] = evidence_to_json(*o);  // only when set: added in v1
   j["suspect"] = nullptr;
   if (const auto& s = d.suspect)
     j["suspect"] = {{"rank", s->rank ? json(*s->rank) : json(nullptr)},

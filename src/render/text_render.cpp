@@ -198,8 +198,14 @@ std::string render_text(const Diagnosis& d, const Library& lib, const TextStyle&
     } else if (d.verdict == "error") {
       out += "Nothing to diagnose: no input yielded a line.\n";
     } else {
-      out += "No failure found: no error line and no known failure signature in the input.\n";
+      out += d.outlived_error ? "No failure found: the run trained on after every error line it printed, and no known failure "
+                                "signature is in the input.\n"
+                              : "No failure found: no error line and no known failure signature in the input.\n";
       out += action_label(d.action) + "\n";
+    }
+    if (const auto& o = d.outlived_error) {  // never hidden: the reader judges the line too
+      out += "Error line the run outlived: " + where(*o) + "\n";
+      out += "  " + safe(truncate_utf8(o->text, 400)) + "\n";
     }
     out += read_summary(d) + "\n";
     if (d.limits.truncated)  // a bound is never silent, whatever the verdict

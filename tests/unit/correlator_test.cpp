@@ -658,6 +658,40 @@ TEST_CASE("correlator: a log that merely ends in training, or pauses briefly, st
         "clean");
 }
 
+TEST_CASE("correlator: error lines the run trained past leave it clean, and the first is shown; an error after the last progress does not") {
+  Fixture f;
+  // A reward checker's "[Error]" and a logger's CRITICAL notice, then training goes on to the end.
+  const std::string trained_past =
+      "[2024-06-21 10:47:10][CRITICAL][jobs:245] - To launch across ALL GPUs in your job, use:\n"
+      "(TaskRunner pid=29) [Error] </answer> appears 0 times (expected 1)\n"
+      "Training Progress:   0%|          | 9/47200 [05:00<308:34:14, 23.54s/it]\n"
+      "Training Progress:   0%|          | 10/47200 [05:16<308:34:14, 23.54s/it]\n";
+  Diagnosis c = f.run(trained_past);
+  CHECK(c.verdict == "clean");
+  REQUIRE(c.outlived_error);
+  CHECK(c.outlived_error->line == 1);
+  CHECK_FALSE(c.first_error);
+  // The same error after the last progress line ended the run: unrecognized, as before.
+  Diagnosis u = f.run("Training Progress:   0%|          | 10/47200 [05:16<308:34:14, 23.54s/it]\n"
+                      "(TaskRunner pid=29) [Error] </answer> appears 0 times (expected 1)\n");
+  CHECK(u.verdict == "unrecognized");
+  CHECK_FALSE(u.outlived_error);
+  // One error the run outlived and one it did not: the second is a failure (the last resort reads
+  // the RuntimeError), and nothing is called outlived.
+  Diagnosis both = f.run(trained_past + "RuntimeError: something broke\n");
+  CHECK(both.verdict == "diagnosed");
+  CHECK_FALSE(both.outlived_error);
+  // In a job of several ranks, another rank's progress does not outlive rank 3's error.
+  Diagnosis other = f.run("[rank3]: [Error] reward parse failed\n[rank0]: step 11 loss 2.0\n[rank0]: step 12 loss 1.9\n"
+                          "step 13 loss 1.8\n");
+  CHECK(other.verdict == "unrecognized");
+  CHECK_FALSE(other.outlived_error);
+  // Its own progress does.
+  Diagnosis own = f.run("[rank3]: [Error] reward parse failed\n[rank3]: step 11 loss 2.0\n[rank0]: step 11 loss 2.0\n");
+  CHECK(own.verdict == "clean");
+  CHECK(own.outlived_error);
+}
+
 TEST_CASE("correlator: a GPU fault in the node's kernel log explains the rank's CUDA symptom (explains:)") {
   Fixture f;
   std::string job =

@@ -145,6 +145,9 @@ struct Diagnosis {
   // the first error) closes, when the log has it: its frames and the user's own frame.
   std::optional<Traceback> traceback;
   std::optional<StoppedRun> stopped;  // verdict `incomplete` only
+  // Verdict `clean` or `incomplete` although error lines were printed: the first of them, every
+  // one of which the run trained past (Correlator::outlived_by_progress). Shown, never hidden.
+  std::optional<Evidence> outlived_error;
   std::vector<ClockSkew> clock_skew;  // hosts whose clocks run off, as used to order their events
   Action action;
   Limits limits;
