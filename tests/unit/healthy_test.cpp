@@ -51,6 +51,14 @@ TEST_CASE("healthy: no log of a successful job is diagnosed") {
   }
 }
 
+TEST_CASE("healthy: a reward function's [Error] lines that the run trains past leave it clean, and are shown") {
+  test::RepoEngine engine;
+  JobResult r = analyze_paths({test::source_dir() + "/testdata/healthy/verl-grpo-reward-format-errors.log"}, engine.matcher, {});
+  CHECK(r.diagnosis.verdict == "clean");
+  REQUIRE(r.diagnosis.outlived_error);
+  CHECK(r.diagnosis.outlived_error->text.find("[Error] </answer> appears 0 times") != std::string::npos);
+}
+
 TEST_CASE("healthy: the corpus exercises the noise it is meant to cover") {
   // If a regeneration dropped these lines, the test above would pass without proving anything.
   test::RepoEngine engine;
