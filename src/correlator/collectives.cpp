@@ -161,7 +161,7 @@ Correlator::LauncherVerdict Correlator::launcher_verdict() const {
       for (const Event& ev : events_by_def_[*child])
         if (ev.input == v.event->input && ev.line < v.event->line) v.summary_start = &ev;  // the last before it
   }
-  // mpirun's lines name one rank each: the first that carries one.
+  // mpirun's, TGI's and Paddle's lines name one rank each: the first that carries one.
   auto first_ranked = [&](const char* pattern, const char* name) {
     if (v.rank) return;
     if (auto def = lib_.find_pattern(pattern))
@@ -173,9 +173,7 @@ Correlator::LauncherVerdict Correlator::launcher_verdict() const {
           return;
         }
   };
-  first_ranked("mpirun_noticed_rank", "mpirun's \"noticed that process rank\" line");
-  first_ranked("mpirun_first_failed", "mpirun's first failed process");
-  first_ranked("tgi_shard_failed_or_webserver", "TGI's \"Shard N failed to start\"");  // a shard is a TP rank
+  for (const auto& [pattern, name] : correlator_detail::kLauncherFirstFailure) first_ranked(pattern, name);
   // torchrun's agent logs "failed (exitcode: N) local_rank: K" for the worker whose failure it saw
   // first; its local rank is the job's rank when the job shows one host (the event's rank then).
   if (auto def = lib_.find_pattern("elastic_child_failed"); def && !v.rank) {

@@ -26,6 +26,14 @@ int world_or(const std::string* s, int fallback);
 // watchdog's status line, the flight-recorder dump-signal line, a Flight Recorder dump read as
 // text. A rank whose last enqueued work is below the stuck collective never issued it.
 inline constexpr const char* kCounterPatterns[] = {"nccl_work_status", "nccl_dump_signal", "flight_recorder_pg_status"};
+// Launchers' own lines that name the one rank whose failure they saw first, in the order
+// launcher_verdict() trusts them. They are that rank's teardown, not its own error, and are
+// kept whether or not an entry uses them.
+inline constexpr std::pair<const char*, const char*> kLauncherFirstFailure[] = {
+    {"mpirun_noticed_rank", "mpirun's \"noticed that process rank\" line"},
+    {"mpirun_first_failed", "mpirun's first failed process"},
+    {"tgi_shard_failed_or_webserver", "TGI's \"Shard N failed to start\""},  // a shard is a TP rank
+    {"paddle_launch_container_failed", "paddle.distributed.launch's \"Container rank N status failed\""}};
 // How far below its header a Python traceback's closing exception is looked for: the few dozen
 // lines a traceback takes (error lines, wrapper lines that open one).
 inline constexpr uint64_t kTracebackWindowLines = 60;

@@ -174,6 +174,14 @@ TEST_CASE("correlator: the launcher verdict is used when nothing else names a ra
   REQUIRE(d.initiating.rank);
   CHECK(*d.initiating.rank == 5);
   CHECK(d.initiating.method == "launcher-verdict");
+  // paddle.distributed.launch names the first failed trainer container the same way.
+  Diagnosis p = f.run("Traceback (most recent call last):\n  File \"train.py\", line 3, in <module>\n"
+                      "ValueError: (InvalidArgument) concat(): argument 'x' (position 0) must be list of Tensors, but got empty list\n"
+                      "LAUNCH ERROR 2025-09-27 09:32:31,869 Container failed !!!\n"
+                      "Container rank 3 status failed cmd ['/usr/bin/python', '-u', 'train.py'] code 1 log log/workerlog.3\n");
+  REQUIRE(p.initiating.rank);
+  CHECK(*p.initiating.rank == 3);
+  CHECK(p.initiating.method == "launcher-verdict");
 }
 
 TEST_CASE("correlator: every rank hitting the same root at once is job-wide: no single initiating rank") {
