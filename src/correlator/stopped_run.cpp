@@ -81,7 +81,8 @@ bool Correlator::outlived_by_progress(const Event& ev) const {
   auto after = [&](const RankState& rs) {
     return rs.progress_at_end && rs.progress_input == ev.input && rs.progress_line_no > ev.line;
   };
-  if (ev.rank < 0) return after(unranked_) || std::any_of(ranks_.begin(), ranks_.end(), [&](const auto& r) { return after(r.second); });
+  if (ev.rank < 0)
+    return after(unranked_) || std::any_of(ranks_.begin(), ranks_.end(), [&](const auto& r) { return after(r.second); });
   auto it = ranks_.find(ev.rank);
   if (it != ranks_.end() && after(it->second)) return true;
   return ranks_.size() <= 1 && after(unranked_);
