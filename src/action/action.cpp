@@ -83,8 +83,8 @@ std::string undiagnosed_reason(const Diagnosis& d) {
     return "training stopped making progress long before the log ends, with no error: a hang ended from outside; "
            "take stacks next time it stops, and read the scheduler's record of how it ended";
   if (d.verdict != "unrecognized" && d.outlived_error)
-    return "the run trained on after every error line it printed, and the log ends in training: nothing shows that "
-           "the job failed";
+    return "the run went on past every error line it printed (it trained on to the end of the log, or said it "
+           "finished): nothing shows that the job failed";
   if (d.verdict != "unrecognized") return "no error line in the input, so nothing shows why the job ended";
   std::string start = "the first error line";
   if (d.suspect && d.suspect->rank) start = fmt::format("rank {}'s output", *d.suspect->rank);

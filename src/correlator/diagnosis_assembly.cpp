@@ -162,8 +162,8 @@ void Correlator::report_limits(Diagnosis& d) const {
 
 // No entry is supported: clean, unless a line reads as an error (then unrecognized, with the
 // first error line and the rank whose own error came first) or the log ends while training made
-// progress (incomplete). Error lines the run trained past do not make it unrecognized; the first
-// is kept as `outlived_error`.
+// progress (incomplete). Error lines the run went on past (outlived) do not make it unrecognized;
+// the first is kept as `outlived_error`.
 void Correlator::explain_unrecognized(Diagnosis& d, const ErrorLines& errors, const LauncherVerdict& launcher,
                                      const OwnErrors& own) const {
   d.verdict = "clean";
@@ -172,9 +172,9 @@ void Correlator::explain_unrecognized(Diagnosis& d, const ErrorLines& errors, co
   for (const Event* ev : errors.lines)
     if (!errors.is_benign(*ev)) {
       if (!first_err || earlier(*ev, *first_err)) first_err = ev;
-      if (all_outlived && !outlived_by_progress(*ev)) all_outlived = false;
+      if (all_outlived && !outlived(*ev)) all_outlived = false;
     }
-  if (first_err && all_outlived) {  // the run trained past every one: none of them ended it
+  if (first_err && all_outlived) {  // the run went on past every one: none of them ended it
     d.outlived_error = to_evidence(*first_err, lib_.patterns[first_err->def].name, Role::kContext);
     first_err = nullptr;
   }

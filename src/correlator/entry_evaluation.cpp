@@ -203,7 +203,10 @@ void Correlator::add_last_resort(std::vector<Hits>& all, const std::vector<Hits>
     for (size_t r = 0; r < h.entry->refs.size(); ++r) {
       if (h.entry->refs[r].role != Role::kRoot) continue;
       auto& evs = h.by_ref[r];
-      evs.erase(std::remove_if(evs.begin(), evs.end(), [&](const Event* ev) { return known.count({ev->input, ev->line}) > 0 || hedged(*ev); }), evs.end());
+      // Nor is a line the run went on past (outlived): whatever it says, it did not end the job.
+      evs.erase(std::remove_if(evs.begin(), evs.end(),
+                               [&](const Event* ev) { return known.count({ev->input, ev->line}) > 0 || hedged(*ev) || outlived(*ev); }),
+                evs.end());
       for (const Event* ev : evs)
         if (!h.first_root || earlier(*ev, *h.first_root)) h.first_root = ev;
     }

@@ -7,8 +7,8 @@
 // excerpts that end in training (19 of the 122 healthy logs in testdata/ and the rounds), and
 // none of the failed jobs of rounds 37-39 read as clean would be caught by that alone.
 //
-// The converse, outlived_by_progress(): an error line followed by its rank's progress to the end
-// of the log did not end the run.
+// The converse, outlived(): an error line followed by its rank's progress to the end of the log,
+// or by the run's report that it finished, did not end the run.
 #include <algorithm>
 #include <cstdio>
 
@@ -73,19 +73,32 @@ std::optional<StoppedRun> Correlator::stopped_run() const {
   return s;
 }
 
-// An error line the run trained past did not end it (a reward checker's "[Error]", a logger's
-// CRITICAL notice): its rank, or the job's unranked lines, end on a progress line after it. In a
-// job of several ranks a ranked line needs its own rank's progress: another rank's bar can run
-// on for a while after this one died.
-bool Correlator::outlived_by_progress(const Event& ev) const {
-  auto after = [&](const RankState& rs) {
+// An error line the run went on past did not end it (a reward checker's "[Error]", a logger's
+// CRITICAL notice, a container entrypoint's failed clean-up): its rank, or the job's unranked
+// lines, end on a progress line after it, or the run says after it that it finished. In a job of
+// several ranks a ranked line needs its own rank's progress or completion: another rank's bar can
+// run on for a while after this one died.
+bool Correlator::outlived(const Event& ev) const {
+  auto progress_after = [&](const RankState& rs) {
     return rs.progress_at_end && rs.progress_input == ev.input && rs.progress_line_no > ev.line;
   };
+  // A completion line after it, of its rank or of none (a launcher's or the scheduler's); for an
+  // unranked line, of any rank.
+  auto completion = lib_.find_pattern("job_completion_marker");
+  auto finished_after = [&] {
+    return completion && std::any_of(events_by_def_[*completion].begin(), events_by_def_[*completion].end(),
+                                     [&](const Event& done) {
+                                       return done.input == ev.input && done.line > ev.line &&
+                                              (ev.rank < 0 || done.rank < 0 || done.rank == ev.rank);
+                                     });
+  };
+  if (finished_after()) return true;
   if (ev.rank < 0)
-    return after(unranked_) || std::any_of(ranks_.begin(), ranks_.end(), [&](const auto& r) { return after(r.second); });
+    return progress_after(unranked_) ||
+           std::any_of(ranks_.begin(), ranks_.end(), [&](const auto& r) { return progress_after(r.second); });
   auto it = ranks_.find(ev.rank);
-  if (it != ranks_.end() && after(it->second)) return true;
-  return ranks_.size() <= 1 && after(unranked_);
+  if (it != ranks_.end() && progress_after(it->second)) return true;
+  return ranks_.size() <= 1 && progress_after(unranked_);
 }
 
 Evidence Correlator::last_progress_evidence(int rank, const RankState& rs) const {

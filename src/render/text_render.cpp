@@ -198,8 +198,8 @@ std::string render_text(const Diagnosis& d, const Library& lib, const TextStyle&
     } else if (d.verdict == "error") {
       out += "Nothing to diagnose: no input yielded a line.\n";
     } else {
-      out += d.outlived_error ? "No failure found: the run trained on after every error line it printed, and no known failure "
-                                "signature is in the input.\n"
+      out += d.outlived_error ? "No failure found: the run went on past every error line it printed (it trained on, or said it "
+                                "finished), and no known failure signature is in the input.\n"
                               : "No failure found: no error line and no known failure signature in the input.\n";
       out += action_label(d.action) + "\n";
     }

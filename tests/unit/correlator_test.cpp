@@ -700,6 +700,25 @@ TEST_CASE("correlator: error lines the run trained past leave it clean, and the 
   CHECK(own.outlived_error);
 }
 
+TEST_CASE("correlator: an error line before the run says it finished is outlived, for the verdict and for a last resort") {
+  Fixture f;
+  // A container entrypoint's failed clean-up that a last resort would read as storage, then the
+  // run reports success (MLPerf's run_stop); nothing after it.
+  const std::string cleanup = "rm: cannot remove '/usr/local/cuda/compat/lib': Read-only file system\n";
+  const std::string done =
+      ":::MLLOG {\"namespace\": \"\", \"time_ms\": 1593117247312, \"event_type\": \"INTERVAL_END\", \"key\": \"run_stop\", "
+      "\"value\": null, \"metadata\": {\"file\": \"ssd_main.py\", \"lineno\": 520, \"status\": \"success\"}}\n";
+  Diagnosis before = f.run(cleanup);
+  CHECK(before.verdict != "clean");
+  Diagnosis after = f.run(cleanup + done + "ENDING TIMING RUN AT 2020-06-25 03:34:13 PM\n");
+  CHECK(after.verdict == "clean");
+  REQUIRE(after.outlived_error);
+  CHECK(after.outlived_error->line == 1);
+  // A rank's error after another rank's completion line is not outlived.
+  Diagnosis other = f.run("[rank0]: Training completed. Do not forget to share your model\n[rank3]: [Error] reward parse failed\n");
+  CHECK(other.verdict == "unrecognized");
+}
+
 TEST_CASE("correlator: a GPU fault in the node's kernel log explains the rank's CUDA symptom (explains:)") {
   Fixture f;
   std::string job =

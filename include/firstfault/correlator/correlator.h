@@ -282,10 +282,10 @@ class Correlator {
   void report_limits(Diagnosis& d) const;    // diagnosis_assembly.cpp
   void summarise_ranks(Diagnosis& d, const ErrorLines& errors) const;
   std::optional<StoppedRun> stopped_run() const;  // stopped_run.cpp
-  // Whether the run went on training after `ev`: its rank (for an unranked line any rank; in a
-  // one-rank log the unranked lines too) ends on a progress line after it in the same input
-  // (stopped_run.cpp).
-  bool outlived_by_progress(const Event& ev) const;
+  // Whether the run went on past `ev`: its rank (for an unranked line any rank; in a one-rank
+  // log the unranked lines too) ends on a progress line after it in the same input, or says
+  // after it that the run finished (job_completion_marker) (stopped_run.cpp).
+  bool outlived(const Event& ev) const;
   struct OutsideEnd;  // a time limit or cancel that ended a job long idle (correlator_steps.h)
   std::optional<OutsideEnd> hang_before_outside_end(std::vector<Hits>& all) const;  // stopped_run.cpp
   void note_outside_end(Diagnosis& d, const OutsideEnd& ended) const;  // diagnosis_assembly.cpp

@@ -146,7 +146,7 @@ struct Diagnosis {
   std::optional<Traceback> traceback;
   std::optional<StoppedRun> stopped;  // verdict `incomplete` only
   // Verdict `clean` or `incomplete` although error lines were printed: the first of them, every
-  // one of which the run trained past (Correlator::outlived_by_progress). Shown, never hidden.
+  // one of which the run went on past (Correlator::outlived). Shown, never hidden.
   std::optional<Evidence> outlived_error;
   std::vector<ClockSkew> clock_skew;  // hosts whose clocks run off, as used to order their events
   Action action;
