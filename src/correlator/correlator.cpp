@@ -50,9 +50,7 @@ CorrelatorTables::CorrelatorTables(const Library& lib, std::vector<size_t> tail_
   for (auto name : correlator_detail::kCounterPatterns)
     if (auto def = lib.find_pattern(name)) essential[*def] = true;
   for (const auto& [name, what] : correlator_detail::kLauncherFirstFailure)
-    if (auto def = lib.find_pattern(name)) referenced[*def] = consequence[*def] = true;
-  // Where a run said it finished: the errors before it did not end it (Correlator::outlived).
-  if (auto def = lib.find_pattern("job_completion_marker")) referenced[*def] = true;
+    if (auto def = lib.find_pattern(name)) consequence[*def] = true;
   std::vector<bool> as_root(lib.patterns.size(), false);
   for (const Entry& e : lib.entries)
     for (const PatternRef& r : e.refs) {

@@ -27,8 +27,8 @@ int world_or(const std::string* s, int fallback);
 // text. A rank whose last enqueued work is below the stuck collective never issued it.
 inline constexpr const char* kCounterPatterns[] = {"nccl_work_status", "nccl_dump_signal", "flight_recorder_pg_status"};
 // Launchers' own lines that name the one rank whose failure they saw first, in the order
-// launcher_verdict() trusts them. They are that rank's teardown, not its own error, and are
-// kept whether or not an entry uses them.
+// launcher_verdict() trusts them. They are that rank's teardown, not its own error, whether or
+// not an entry uses them (CorrelatorTables::consequence).
 inline constexpr std::pair<const char*, const char*> kLauncherFirstFailure[] = {
     {"mpirun_noticed_rank", "mpirun's \"noticed that process rank\" line"},
     {"mpirun_first_failed", "mpirun's first failed process"},
