@@ -375,20 +375,29 @@ Correlator::ErrorLines Correlator::error_lines() const {
 // A rank that said its training completed ("Training completed", "exits successfully") and then
 // printed NCCL warnings was tearing down: ncclCommDestroy and the process exit close sockets and
 // deregister buffers whose peers have already gone ("socket state (9) is not ready", "deregister
-// IPC buffer ... failed"). Those warnings are no failure. An error of another kind after the
-// marker (a final checkpoint that cannot be written) still counts.
+// IPC buffer ... failed"). Those warnings are no failure. Rank 0's marker, or an unranked one,
+// speaks for the whole run (MLPerf's run_stop, the trainer's summary are logged by rank 0 only),
+// so the other ranks' NCCL warnings later in the same file are teardown too. An error of another
+// kind after the marker (a final checkpoint that cannot be written) still counts.
 void Correlator::mark_teardown_after_completion(ErrorLines& e) const {
   auto marker = lib_.find_pattern("job_completion_marker");
   if (!marker || events_by_def_[*marker].empty()) return;
   std::map<std::pair<uint32_t, int>, uint64_t> completed_at;  // (input, rank) -> first marker line
+  std::map<uint32_t, uint64_t> run_completed_at;              // input -> rank 0's or an unranked marker
   for (const Event& ev : events_by_def_[*marker]) {
     auto [it, fresh] = completed_at.try_emplace({ev.input, ev.rank}, ev.line);
     if (!fresh) it->second = std::min(it->second, ev.line);
+    if (ev.rank > 0) continue;
+    auto [run, first] = run_completed_at.try_emplace(ev.input, ev.line);
+    if (!first) run->second = std::min(run->second, ev.line);
   }
+  auto completed_before = [&](const Event& ev) {
+    auto own = completed_at.find({ev.input, ev.rank});
+    auto run = run_completed_at.find(ev.input);
+    return (own != completed_at.end() && ev.line > own->second) || (run != run_completed_at.end() && ev.line > run->second);
+  };
   for (const Event* ev : e.lines) {
-    auto it = completed_at.find({ev->input, ev->rank});
-    if (it == completed_at.end() || ev->line <= it->second || ev->text.view().find("NCCL WARN ") == std::string_view::npos)
-      continue;
+    if (!completed_before(*ev) || ev->text.view().find("NCCL WARN ") == std::string_view::npos) continue;
     e.benign.insert({ev->input, ev->line});
     e.after_completion.insert({ev->input, ev->line});
   }

@@ -18,6 +18,49 @@ bool explains(const Entry& e, const std::string& id) {
 }
 }  // namespace
 
+// Every root and cascade line of the entry came before the run said it finished (a completion
+// line of their rank or of rank 0): the run lived through them, so they did not end it. Not when
+// a launcher reports a failed process anywhere (one process's "finished" does not speak for the
+// one that failed), nor when another error that counts lies between them and the file's last
+// completion line (a wrapper that echoes "Training Complete" after the program crashed).
+bool Correlator::finished_after_every_signal(const Hits& h, const ErrorLines& errors) const {
+  auto marker = lib_.find_pattern("job_completion_marker");
+  if (!marker || launcher_reported_failure()) return false;
+  std::set<std::pair<uint32_t, uint64_t>> signals;
+  for (size_t r = 0; r < h.entry->refs.size(); ++r) {
+    Role role = h.entry->refs[r].role;
+    if (role != Role::kRoot && role != Role::kCascade) continue;
+    for (const Event* ev : h.by_ref[r]) {
+      if (!finished_after(*ev)) return false;
+      signals.insert({ev->input, ev->line});
+    }
+  }
+  if (signals.empty()) return false;
+  std::map<uint32_t, uint64_t> last_marker;  // input -> its last completion line
+  for (const Event& done : events_by_def_[*marker]) last_marker[done.input] = std::max(last_marker[done.input], done.line);
+  return std::none_of(errors.lines.begin(), errors.lines.end(), [&](const Event* ev) {
+    auto first = signals.lower_bound({ev->input, 0});
+    bool after_a_signal = first != signals.end() && first->first == ev->input && ev->line > first->second;
+    return after_a_signal && !signals.count({ev->input, ev->line}) && !errors.is_benign(*ev) &&
+           ev->line < last_marker[ev->input];
+  });
+}
+
+bool Correlator::launcher_reported_failure() const {
+  for (auto name : {"elastic_child_failed", "srun_task_failed", "mpirun_first_failed", "mpirun_noticed_rank"})
+    if (auto def = lib_.find_pattern(name); def && !events_by_def_[*def].empty()) return true;
+  return false;
+}
+
+// The run said it finished (rank 0's or an unranked completion line) and no launcher reported a
+// failed process: a fallback entry, which reads a job that stopped without an error, does not
+// apply to it.
+bool Correlator::run_said_finished() const {
+  auto marker = lib_.find_pattern("job_completion_marker");
+  if (!marker || launcher_reported_failure()) return false;
+  return std::any_of(events_by_def_[*marker].begin(), events_by_def_[*marker].end(), [](const Event& done) { return done.rank <= 0; });
+}
+
 // A survivable entry's root is a warning a run can live through (a missed rendezvous heartbeat).
 // When every error that counts came long after it (kOutlivedMs, on comparable clocks), the job
 // did live through it: its end is told by those later errors, not by the warning.
@@ -84,8 +127,9 @@ std::vector<Correlator::Hits> Correlator::evaluate_entries(const ErrorLines& err
     if (!e.match.any.empty()) rule = rule && std::any_of(e.match.any.begin(), e.match.any.end(), hit);
     rule = rule && std::none_of(e.match.absent.begin(), e.match.absent.end(), hit);
     rule = rule && (!e.match.survivable || (errors.any_counting() && !outlived_warning(h, errors)));
+    rule = rule && !finished_after_every_signal(h, errors);
     if (e.match.fallback) {
-      if (rule && !(e.match.no_progress && job_made_progress())) fallbacks.push_back(std::move(h));
+      if (rule && !(e.match.no_progress && job_made_progress()) && !run_said_finished()) fallbacks.push_back(std::move(h));
       continue;
     }
     bool signal = false;

@@ -73,26 +73,28 @@ std::optional<StoppedRun> Correlator::stopped_run() const {
   return s;
 }
 
+// A completion line after it in the same file: of its rank or of none (a launcher's or the
+// scheduler's); of rank 0, which logs the run's own end (MLPerf's run_stop, a trainer's summary);
+// for an unranked line, of any rank.
+bool Correlator::finished_after(const Event& ev) const {
+  auto completion = lib_.find_pattern("job_completion_marker");
+  return completion && std::any_of(events_by_def_[*completion].begin(), events_by_def_[*completion].end(),
+                                   [&](const Event& done) {
+                                     return done.input == ev.input && done.line > ev.line &&
+                                            (ev.rank < 0 || done.rank <= 0 || done.rank == ev.rank);
+                                   });
+}
+
 // An error line the run went on past did not end it (a reward checker's "[Error]", a logger's
 // CRITICAL notice, a container entrypoint's failed clean-up): its rank, or the job's unranked
 // lines, end on a progress line after it, or the run says after it that it finished. In a job of
-// several ranks a ranked line needs its own rank's progress or completion: another rank's bar can
-// run on for a while after this one died.
+// several ranks a ranked line needs its own rank's progress, or a completion line of its rank or
+// rank 0 (finished_after): another rank's bar can run on for a while after this one died.
 bool Correlator::outlived(const Event& ev) const {
   auto progress_after = [&](const RankState& rs) {
     return rs.progress_at_end && rs.progress_input == ev.input && rs.progress_line_no > ev.line;
   };
-  // A completion line after it, of its rank or of none (a launcher's or the scheduler's); for an
-  // unranked line, of any rank.
-  auto completion = lib_.find_pattern("job_completion_marker");
-  auto finished_after = [&] {
-    return completion && std::any_of(events_by_def_[*completion].begin(), events_by_def_[*completion].end(),
-                                     [&](const Event& done) {
-                                       return done.input == ev.input && done.line > ev.line &&
-                                              (ev.rank < 0 || done.rank < 0 || done.rank == ev.rank);
-                                     });
-  };
-  if (finished_after()) return true;
+  if (finished_after(ev)) return true;
   if (ev.rank < 0)
     return progress_after(unranked_) ||
            std::any_of(ranks_.begin(), ranks_.end(), [&](const auto& r) { return progress_after(r.second); });

@@ -73,7 +73,13 @@ case $case in
     mkfifo "$tmp/stuck.fifo"
     "$bin" diagnose "$tmp/good.log" "$tmp/stuck.fifo" > "$tmp/out" 2> "$tmp/err" &
     pid=$!
-    sleep 1
+    # Interrupt once a thread waits on the FIFO (its kernel wait channel says so), not after a fixed
+    # second: a sanitized build on a loaded machine can take longer than that to start.
+    for _ in $(seq 100); do
+      grep -qsE 'fifo|partner|pipe' /proc/"$pid"/task/*/wchan && break
+      sleep 0.1
+    done
+    sleep 0.5
     kill -INT "$pid"
     for _ in $(seq 20); do kill -0 "$pid" 2> /dev/null || break; sleep 0.05; done
     if kill -0 "$pid" 2> /dev/null; then kill -9 "$pid"; fail "still running 1 s after SIGINT"; fi

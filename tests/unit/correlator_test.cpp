@@ -907,6 +907,26 @@ TEST_CASE("correlator: a last resort reads an unknown error's words, by level, a
   }
 }
 
+TEST_CASE("correlator: an entry whose every line came before rank 0 said the run finished did not end it") {
+  // An MLPerf run (training_results_v4.1, Supermicro stable diffusion): PMIx's dstore lock error on
+  // every rank at start-up, then rank 0's run_stop with status success.
+  Fixture f;
+  const std::string pmix = "[rank6]: [sys-821ge:2299088] PMIX ERROR: ERROR in file gds_ds12_lock_pthread.c at line 168\n"
+                           "[rank3]: [sys-821ge:2299094] PMIX ERROR: ERROR in file gds_ds12_lock_pthread.c at line 168\n";
+  const std::string done =
+      "[rank0]: :::MLLOG {\"namespace\": \"\", \"time_ms\": 1728864223053, \"event_type\": \"INTERVAL_END\", \"key\": "
+      "\"run_stop\", \"value\": null, \"metadata\": {\"file\": \"utils.py\", \"lineno\": 186, \"status\": \"success\"}}\n";
+  CHECK(f.run(pmix).verdict == "diagnosed");
+  CHECK(f.run(pmix + done).verdict == "clean");
+  // A launcher that reports a failed process: rank 0's "finished" does not speak for it.
+  CHECK(f.run(pmix + done + "srun: error: node-3: task 6: Exited with exit code 1\n").verdict == "diagnosed");
+  // Another error between them and the completion line: a wrapper that echoes "Training Complete"
+  // after the program crashed is no proof the run lived through them.
+  Diagnosis crashed = f.run(pmix + "[rank6]: RuntimeError: NCCL communicator was aborted on rank 6.\n" +
+                            "[rank0]: === Training Complete ===\n");
+  CHECK(crashed.verdict == "diagnosed");
+}
+
 TEST_CASE("correlator: NCCL's warnings after a rank said its training completed are its teardown, not a failure") {
   // pytorch/torchtitan autoresearch run153: ncclCommDestroy after "Training completed" warns about
   // sockets and IPC buffers of peers that already exited.

@@ -266,6 +266,9 @@ class Correlator {
   void keep_generic_only_without_specific(std::vector<Hits>& all) const;
   void give_way_to_wrapped_exceptions(std::vector<Hits>& all) const;
   bool outlived_warning(const Hits& h, const ErrorLines& errors) const;  // entry_evaluation.cpp
+  bool finished_after_every_signal(const Hits& h, const ErrorLines& errors) const;  // entry_evaluation.cpp
+  bool launcher_reported_failure() const;  // entry_evaluation.cpp
+  bool run_said_finished() const;           // entry_evaluation.cpp
   const Event* traceback_closing_exception(const Event& header) const;  // correlator.cpp
   bool read_error_words(const ErrorLines& errors);  // entry_evaluation.cpp
   std::vector<size_t> consequence_defs() const;
@@ -286,6 +289,7 @@ class Correlator {
   // log the unranked lines too) ends on a progress line after it in the same input, or says
   // after it that the run finished (job_completion_marker) (stopped_run.cpp).
   bool outlived(const Event& ev) const;
+  bool finished_after(const Event& ev) const;  // a completion line follows it (stopped_run.cpp)
   struct OutsideEnd;  // a time limit or cancel that ended a job long idle (correlator_steps.h)
   std::optional<OutsideEnd> hang_before_outside_end(std::vector<Hits>& all) const;  // stopped_run.cpp
   void note_outside_end(Diagnosis& d, const OutsideEnd& ended) const;  // diagnosis_assembly.cpp
