@@ -20,12 +20,12 @@ bool explains(const Entry& e, const std::string& id) {
 
 // Every root and cascade line of the entry came before the run said it finished (a completion
 // line of their rank or of rank 0): the run lived through them, so they did not end it. Not when
-// a launcher reports a failed process anywhere (one process's "finished" does not speak for the
-// one that failed), nor when another error that counts lies between them and the file's last
-// completion line (a wrapper that echoes "Training Complete" after the program crashed).
+// another error that counts lies between them and the file's last completion line (a wrapper that
+// echoes "Training Complete" after the program crashed). The caller also skips it when a launcher
+// reports a failed process anywhere: one process's "finished" does not speak for the one that failed.
 bool Correlator::finished_after_every_signal(const Hits& h, const ErrorLines& errors) const {
   auto marker = lib_.find_pattern("job_completion_marker");
-  if (!marker || launcher_reported_failure()) return false;
+  if (!marker) return false;
   std::set<std::pair<uint32_t, uint64_t>> signals;
   for (size_t r = 0; r < h.entry->refs.size(); ++r) {
     Role role = h.entry->refs[r].role;
@@ -91,6 +91,10 @@ std::vector<Correlator::Hits> Correlator::evaluate_entries(const ErrorLines& err
     return std::find(error_line_defs.begin(), error_line_defs.end(), def) != error_line_defs.end();
   };
 
+  // Job-wide facts the rule of every entry reads: computed once, not per entry.
+  const bool launcher_failed = launcher_reported_failure();
+  const bool run_finished = run_said_finished();
+
   std::vector<Hits> all, fallbacks, last_resorts;
   all.reserve(lib_.entries.size());
   const Event* earliest_root = nullptr;
@@ -127,9 +131,9 @@ std::vector<Correlator::Hits> Correlator::evaluate_entries(const ErrorLines& err
     if (!e.match.any.empty()) rule = rule && std::any_of(e.match.any.begin(), e.match.any.end(), hit);
     rule = rule && std::none_of(e.match.absent.begin(), e.match.absent.end(), hit);
     rule = rule && (!e.match.survivable || (errors.any_counting() && !outlived_warning(h, errors)));
-    rule = rule && !finished_after_every_signal(h, errors);
+    rule = rule && (launcher_failed || !finished_after_every_signal(h, errors));
     if (e.match.fallback) {
-      if (rule && !(e.match.no_progress && job_made_progress()) && !run_said_finished()) fallbacks.push_back(std::move(h));
+      if (rule && !(e.match.no_progress && job_made_progress()) && !run_finished) fallbacks.push_back(std::move(h));
       continue;
     }
     bool signal = false;
