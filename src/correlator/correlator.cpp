@@ -369,7 +369,22 @@ Correlator::ErrorLines Correlator::error_lines() const {
       }
   add_headless_tracebacks(e, kTracebackWindowLines);
   mark_teardown_after_completion(e);
+  mark_outgrown_startup_warnings(e);
   return e;
+}
+
+// The root lines of an entry that only describes a job stopped before it trained (`no_progress`),
+// in a job that trained: warnings it started past (slurmstepd's "couldn't chdir ... going to /tmp
+// instead" before a 16-rank run that trained to its end). Harmless here, for the verdict and for
+// generic entries alike.
+void Correlator::mark_outgrown_startup_warnings(ErrorLines& e) const {
+  if (!job_made_progress()) return;
+  for (const Entry& entry : lib_.entries) {
+    if (!entry.match.no_progress) continue;
+    for (const PatternRef& r : entry.refs)
+      if (r.role == Role::kRoot)
+        for (const Event& ev : events_by_def_[r.def]) e.benign.insert({ev.input, ev.line});
+  }
 }
 
 // A rank that said its training completed ("Training completed", "exits successfully") and then

@@ -132,8 +132,11 @@ std::vector<Correlator::Hits> Correlator::evaluate_entries(const ErrorLines& err
     rule = rule && std::none_of(e.match.absent.begin(), e.match.absent.end(), hit);
     rule = rule && (!e.match.survivable || (errors.any_counting() && !outlived_warning(h, errors)));
     rule = rule && (launcher_failed || !finished_after_every_signal(h, errors));
+    // A failure that stops a job before it trains is contradicted by training progress anywhere
+    // in the job (a step counter moved): the message was a warning the job started past.
+    rule = rule && !(e.match.no_progress && job_made_progress());
     if (e.match.fallback) {
-      if (rule && !(e.match.no_progress && job_made_progress()) && !run_finished) fallbacks.push_back(std::move(h));
+      if (rule && !run_finished) fallbacks.push_back(std::move(h));
       continue;
     }
     bool signal = false;

@@ -403,11 +403,38 @@ Status read_plain(int fd, bool may_map, std::string head, BlockSink& sink, ReadS
 
 }  // namespace
 
+namespace {
+
+// Text whose NULs all sit in holes: runs of at least kMinHole zero bytes (or a run to the end of
+// the block) between bytes that are text, with at least one line break. A writer that kept its
+// offset after the file was truncated under it (logrotate's copytruncate, `> log` on a running
+// job) leaves such a hole before its next line; a crashed node leaves a zero-filled tail. Binary
+// formats have short NUL runs (tar's fields, UTF-16's every other byte) or other control bytes.
+bool text_with_holes(std::string_view head) {
+  constexpr size_t kMinHole = 16;
+  bool line_break = false;
+  for (size_t i = 0; i < head.size();) {
+    const auto c = static_cast<unsigned char>(head[i]);
+    if (c == 0) {
+      size_t end = head.find_first_not_of('\0', i);
+      if (end == std::string_view::npos) break;
+      if (end - i < kMinHole) return false;
+      i = end;
+      continue;
+    }
+    bool text_control = c == '\n' || c == '\r' || c == '\t' || c == '\f' || c == '\v' || c == '\b' || c == 0x1b;
+    if (c < 0x20 && !text_control) return false;
+    line_break = line_break || c == '\n';
+    ++i;
+  }
+  return line_break;
+}
+
+}  // namespace
+
 std::optional<uint64_t> binary_marker(std::string_view head) {
   size_t nul = head.find('\0');
-  if (nul == std::string_view::npos) return std::nullopt;
-  bool zero_tail = head.find('\n') < nul && head.find_first_not_of('\0', nul) == std::string_view::npos;
-  if (zero_tail) return std::nullopt;
+  if (nul == std::string_view::npos || text_with_holes(head)) return std::nullopt;
   return nul;
 }
 

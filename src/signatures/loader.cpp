@@ -558,7 +558,6 @@ Library load_sources(const std::vector<SourceFile>& sources, std::vector<LoadPro
           e.match.generic = true;  // it reads error lines only, like any generic entry
         }
         if (e.match.fallback && e.match.generic) fc.error(m["generic"], "an entry is either 'fallback' or 'generic', not both");
-        if (e.match.no_progress && !e.match.fallback) fc.error(m["no_progress"], "'no_progress' is for 'fallback' entries");
         auto names_to_refs = [&](const char* key, std::vector<size_t>& out) {
           for (const auto& n : fc.list(m, key, false)) {
             auto k = ref_index(n);

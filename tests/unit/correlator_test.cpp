@@ -927,6 +927,28 @@ TEST_CASE("correlator: an entry whose every line came before rank 0 said the run
   CHECK(crashed.verdict == "diagnosed");
 }
 
+TEST_CASE("correlator: a failure that stops a job before it trains is not one in a job that trained") {
+  // CSCS Alps, OpenCLIP on 16 ranks (real-log round 76c): the container's working directory does
+  // not exist, slurmstepd starts the tasks in /tmp, and the run trains on absolute paths.
+  Fixture f;
+  const std::string chdir = " 0: slurmstepd: error: couldn't chdir to `/workspace': No such file or directory: going to /tmp instead\n"
+                            " 4: slurmstepd: error: couldn't chdir to `/workspace': No such file or directory: going to /tmp instead\n";
+  const std::string trained =
+      " 0: 2025-01-24,14:23:39 | INFO | Train Epoch: 0 [  4096/114688 (4%)] Data (t): 1.985 Batch (t): 4.285, 955.782/s, "
+      "59.7364/s/gpu LR: 0.000000 Logit Scale: 14.286 Contrastive_loss: 8.3770 (8.3770) Loss: 8.3770 (8.3770)\n"
+      " 0: 2025-01-24,14:23:57 | INFO | Train Epoch: 0 [114688/114688 (100%)] Data (t): 0.182 Batch (t): 0.674, 6468.02/s, "
+      "404.251/s/gpu LR: 0.000001 Logit Scale: 14.285 Contrastive_loss: 8.3149 (8.3460) Loss: 8.3149 (8.3460)\n";
+  Diagnosis stopped = f.run(chdir + " 0: python: can't open file '/tmp/train.py': [Errno 2] No such file or directory\n");
+  REQUIRE(stopped.entry);
+  CHECK(stopped.entry->id == "slurm-workdir-missing-on-node");
+  // Trained past it: neither the entry nor an unknown error, the line is a warning here.
+  CHECK(f.run(chdir + trained).verdict == "clean");
+  // A later error of its own is the diagnosis, not the warning.
+  Diagnosis later = f.run(chdir + trained + " 0: AssertionError: Caught AssertionError in DataLoader worker process 0.\n");
+  REQUIRE(later.entry);
+  CHECK(later.entry->id != "slurm-workdir-missing-on-node");
+}
+
 TEST_CASE("correlator: NCCL's warnings after a rank said its training completed are its teardown, not a failure") {
   // pytorch/torchtitan autoresearch run153: ncclCommDestroy after "Training completed" warns about
   // sockets and IPC buffers of peers that already exited.

@@ -97,7 +97,7 @@ TEST_CASE("reader: empty file and NUL bytes past the first block") {
   CHECK(n.lines.size() == 3);  // passed on: the line feed removes them
 }
 
-TEST_CASE("reader: binary content is a NUL byte in the first block, except a zero-filled tail after text") {
+TEST_CASE("reader: binary content is a NUL byte in the first block, except holes of NULs in text") {
   CHECK(binary_marker("step 1\nstep 2\n") == std::nullopt);
   CHECK(binary_marker(std::string("\x10\x5c\0\0\0\0\0\0{\"__metadata__\"", 20)) == 2u);  // safetensors header
   CHECK(binary_marker(std::string("a\0b\nc\n", 6)) == 1u);
@@ -105,6 +105,13 @@ TEST_CASE("reader: binary content is a NUL byte in the first block, except a zer
   CHECK(binary_marker(std::string("step 1\nst\0\0x", 12)) == 9u);               // text again after the NULs
   CHECK(binary_marker(std::string("no newline\0\0", 12)) == 10u);                 // no line of text before them
   CHECK(binary_marker(std::string(4096, '\0')) == 0u);
+  // A writer that kept its offset after the file was truncated under it: a hole, then text.
+  std::string hole(4096, '\0');
+  CHECK(binary_marker("[rank0]: step 1\n" + hole + "[rank0]: OSError: [Errno 98] Address already in use\n") == std::nullopt);
+  CHECK(binary_marker(hole + "accelerate launch train.py\n") == std::nullopt);  // logrotate copytruncate
+  CHECK(binary_marker("step 1\n" + std::string(8, '\0') + "step 2\n") == 7u);    // too short for a hole
+  CHECK(binary_marker("step 1\n" + hole + "\x01\x02 step 2\n") == 7u);          // not text after it
+  CHECK(binary_marker(std::string("s\0t\0e\0p\0\n\0", 10)) == 1u);            // UTF-16: NULs alone
 }
 
 TEST_CASE("reader: binary content is not read, whether plain, mapped or compressed") {

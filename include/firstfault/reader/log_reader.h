@@ -23,9 +23,10 @@ inline constexpr size_t kMaxLineBytes = 64 * 1024;
 inline constexpr size_t kBinaryProbeBytes = 64 * 1024;
 
 // The offset of the NUL byte that makes content whose first block is `head` binary, or nullopt
-// for text. One exception to ripgrep's rule: NULs from some point to the end of the block, after
-// at least one line of text, are the zero-filled tail a crashed node leaves on the log it was
-// writing (its size reached the disk, its last pages did not): a log cut short, read as one.
+// for text. One exception to ripgrep's rule: text whose NULs all sit in long runs (holes) is a
+// log, read as one. A crashed node leaves a zero-filled tail on the log it was writing (its size
+// reached the disk, its last pages did not); a writer that kept its offset after the file was
+// truncated under it (logrotate's copytruncate) leaves a hole before its next line.
 std::optional<uint64_t> binary_marker(std::string_view head);
 
 class BlockSink {

@@ -116,9 +116,9 @@ struct MatchRule {
   // allocation): evaluated like any entry, but it counts only when no specific entry is
   // supported, and never on a line known to be harmless.
   bool generic = false;
-  // With `fallback`: considered only when no rank of the job shows training progress (a step,
-  // an iteration, a progress bar): what it describes happens before training, and a log that
-  // went on to train shows it passed (startup retries that ended).
+  // Considered only when no rank of the job shows training progress (a step, an iteration, a
+  // progress bar): what it describes happens before training, and a log that went on to train
+  // shows it passed (startup retries that ended, a task that started in /tmp instead).
   bool no_progress = false;
   // The root is a warning a run can survive (a heartbeat that missed once, a retried call): the
   // entry counts only when the job also shows an error line that is not harmless, so a run that
