@@ -914,7 +914,34 @@ int rank_from_message(sv body) {
     size_t n = parse_uint(body.substr(pos + 6), v);
     if (n && pos + 6 + n < body.size() && body[pos + 6 + n] == ']') return rank_or_none(v);
   }
+  // A failure reported for the rank it happened on: "Failed to initialize executor on rank 1: ..."
+  // (TensorRT-LLM), "Exception on rank 3: ...". Only after a failure word, so that a peer being
+  // waited on ("timed out waiting on rank 2") is not taken for the line's own rank.
+  if ((pos = body.find(" on rank ")) != sv::npos) {
+    int64_t v = 0;
+    size_t n = parse_uint(body.substr(pos + 9), v);
+    sv before = body.substr(0, pos);
+    bool failure = before.find("ailed") != sv::npos || before.find("rror") != sv::npos || before.find("xception") != sv::npos;
+    if (n && failure && pos + 9 + n < body.size() && body[pos + 9 + n] == ':' && before.find("waiting") == sv::npos)
+      return rank_or_none(v);
+  }
   return -1;
+}
+
+// Whether `body` holds nothing but bracketed tags ("[PG ID 0 PG GUID 0(default_pg) Rank 1]").
+bool only_tags(sv body) {
+  size_t i = 0;
+  while (i < body.size()) {
+    if (body[i] == ' ' || body[i] == '\t') {
+      ++i;
+      continue;
+    }
+    if (body[i] != '[') return false;
+    size_t close = body.find(']', i);
+    if (close == sv::npos) return false;
+    i = close + 1;
+  }
+  return true;
 }
 
 // "[rank3]:" glued somewhere inside the line (after a tqdm bar or a caret line).
@@ -1289,6 +1316,8 @@ Attribution LineAttributor::attribute(std::string_view line, AttributionPlan* pl
     a.body = line;
     return a;
   }
+  // `head`/`tail` of several files (tail -n 50 log/workerlog.*) heads each file's lines so.
+  if (starts_with(line, "==> ") && ends_with(line, " <==") && line.size() > 8) enter_section(line.substr(4, line.size() - 8));
   size_t consumed = 0;
   if (!plan || plan->state == AttributionPlan::kNever) {
     consumed = peel(line, a, nullptr);
@@ -1331,6 +1360,13 @@ Attribution LineAttributor::attribute(std::string_view line, AttributionPlan* pl
   }
   if (a.host.empty() && !file_.host.empty()) a.host = file_.host;
   bool closes_traceback = traceback_open_ && is_exception_line(s);
+  // A header that stood alone on its line (a paste wrapped after "[rank1]:[E810 ...] [PG ID 0
+  // ... Rank 1]"): the next line without a prefix of its own is its message.
+  if (a.rank < 0 && !any_prefix && header_rank_ >= 0) {
+    a.rank = header_rank_;
+    a.inherited = true;
+  }
+  header_rank_ = a.rank >= 0 && !a.inherited && any_prefix && only_tags(s) ? a.rank : -1;
   if (a.rank < 0 && !any_prefix && last_rank_ >= 0 && (is_continuation(s) || closes_traceback)) {
     a.rank = last_rank_;
     a.inherited = true;
@@ -1343,6 +1379,16 @@ Attribution LineAttributor::attribute(std::string_view line, AttributionPlan* pl
   // Only an unbroken run of continuation lines inherits; any other line ends the record.
   if (!a.inherited) last_rank_ = a.rank;
   return a;
+}
+
+void LineAttributor::enter_section(std::string_view path) {
+  FileIdentity id = identity_from_path(path);
+  file_ = id.rank >= 0 || !id.host.empty() ? id : whole_file_;
+  // A record does not run on across files.
+  last_rank_ = -1;
+  traceback_open_ = false;
+  spawn_local_rank_ = -1;
+  summary_rank_ = -1;
 }
 
 bool names_pytorchjob_master(std::string_view path) {

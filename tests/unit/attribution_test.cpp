@@ -316,6 +316,43 @@ TEST_CASE("attribution: continuation lines inherit the previous rank") {
   CHECK(la.attribute("unrelated top-level line").rank == -1);
 }
 
+TEST_CASE("attribution: a header wrapped onto its own line lends its rank to the message below it") {
+  // A blog's paste of a PyTorch ECC error (real-log round 77f): the c10 header, then the message.
+  LineAttributor la;
+  CHECK(la.attribute("[rank1]:[E810 15:36:05.945860779 ProcessGroupNCCL.cpp:1899] [PG ID 0 PG GUID 0(default_pg) Rank 1]").rank == 1);
+  auto msg = la.attribute("Process group watchdog thread terminated with exception: CUDA error: uncorrectable ECC error encountered");
+  CHECK(msg.rank == 1);
+  CHECK(msg.inherited);
+  // Only the one line: the next unprefixed top-level line is nobody's.
+  CHECK(la.attribute("terminate called after throwing an instance of 'c10::DistBackendError'").rank == -1);
+  // A header with a message of its own lends nothing.
+  LineAttributor full;
+  CHECK(full.attribute("[rank1]:[E810 15:36:05.945860779 ProcessGroupNCCL.cpp:1899] [Rank 1] boom").rank == 1);
+  CHECK(full.attribute("unrelated top-level line").rank == -1);
+}
+
+TEST_CASE("attribution: head/tail's ==> file <== headers give each file's lines the rank its name says") {
+  // Paddle's per-rank workerlog.N files joined with tail -n +1 (real-log round 77a).
+  LineAttributor la(identity_from_path("job.log"));
+  CHECK(la.attribute("==> log/workerlog.0 <==").rank == 0);
+  CHECK(la.attribute("W0405 08:13:40.095029 2400180 dynamic_loader.cc:278] Cannot load libnccl.so").rank == 0);
+  CHECK(la.attribute("==> log/workerlog.3 <==").rank == 3);
+  CHECK(la.attribute("OSError: (External) TCP send error: Broken pipe").rank == 3);
+  // A section whose name says nothing goes back to the input's own identity.
+  CHECK(la.attribute("==> notes.txt <==").rank == -1);
+  CHECK(la.attribute("a line").rank == -1);
+  // A line's own prefix still wins inside a section.
+  CHECK(la.attribute("==> log/workerlog.1 <==").rank == 1);
+  CHECK(la.attribute("[rank5]: KeyError: 'x'").rank == 5);
+}
+
+TEST_CASE("attribution: a failure reported on a rank names that rank, a peer waited on does not") {
+  CHECK(attr("[06/02/2026-03:36:21] [TRT-LLM] [E] Failed to initialize executor on rank 1: CUDA runtime error").rank == 1);
+  CHECK(attr("Exception on rank 3: boom").rank == 3);
+  CHECK(attr("Error: timed out waiting on rank 2: no reply").rank == -1);
+  CHECK(attr("all reduce on rank 2: done").rank == -1);
+}
+
 TEST_CASE("attribution: the exception line that closes a traceback its rank's record opened inherits too") {
   LineAttributor la;
   CHECK(la.attribute("[2026-03-03 03:53:36 TP1] Scheduler hit an exception: Traceback (most recent call last):").rank == 1);

@@ -82,7 +82,7 @@ struct AttributionPlan {
 
 class LineAttributor {
  public:
-  explicit LineAttributor(FileIdentity file = {}) : file_(std::move(file)) {}
+  explicit LineAttributor(FileIdentity file = {}) : file_(file), whole_file_(std::move(file)) {}
   const FileIdentity& file() const { return file_; }
 
   // `line` has no trailing newline, no '\r' and no ANSI escapes. With `plan` (the plan of the
@@ -98,9 +98,15 @@ class LineAttributor {
   size_t peel(std::string_view line, Attribution& a, AttributionPlan* record) const;
   bool replay(std::string_view line, const AttributionPlan& plan, Attribution& a, size_t& consumed) const;
 
+  // Enters the section a `head`/`tail` header of several files opens ("==> log/workerlog.3 <=="):
+  // its lines are that file's, so its name says their rank as a file's would.
+  void enter_section(std::string_view path);
+
   FileIdentity file_;
+  FileIdentity whole_file_;  // the input's own identity, for sections whose name says nothing
   bool pdsh_ = false;
   int last_rank_ = -1;
+  int header_rank_ = -1;  // the rank of a record whose header stood alone on the last line (a wrapped paste)
   bool traceback_open_ = false;  // the record's rank printed a traceback header; its frames and exception line inherit
   int spawn_local_rank_ = -1;  // inside a child's traceback re-raised by torch.multiprocessing.spawn
   int summary_rank_ = -1;  // inside a torchrun failure-summary block: the rank its "rank :" row named
