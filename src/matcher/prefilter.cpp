@@ -12,6 +12,7 @@
 #include <sstream>
 #include <string>
 
+#include "firstfault/util/huge_pages.h"
 #include "firstfault/util/resident.h"
 
 #ifdef FIRSTFAULT_HAVE_HYPERSCAN
@@ -393,6 +394,10 @@ class HyperscanPrefilter : public Prefilter {
 
   static std::unique_ptr<Prefilter> make(const std::vector<const PatternDef*>& patterns, bool may_compile,
                                          const std::vector<std::optional<std::string>>* closed) {
+    // Databases go to huge-page-backed mappings (util/huge_pages.h): deserialising the built-in
+    // one into fresh 4 KiB pages was most of start-up.
+    static std::once_flag allocator_once;
+    std::call_once(allocator_once, [] { hs_set_database_allocator(alloc_huge_backed, free_huge_backed); });
     auto p = std::unique_ptr<HyperscanPrefilter>(new HyperscanPrefilter());
     p->count_ = static_cast<int>(patterns.size());
     const std::vector<std::string> relaxed = relax_all(patterns, closed);
