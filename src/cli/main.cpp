@@ -5,7 +5,6 @@
 #include <spdlog/spdlog.h>
 
 #include <malloc.h>
-#include <sys/mman.h>
 #include <sys/resource.h>
 #include <unistd.h>
 
@@ -127,34 +126,9 @@ void limit_malloc_arenas() {
   if (!std::getenv("MALLOC_ARENA_MAX")) ::mallopt(M_ARENA_MAX, 2);
 #endif
 }
-// Start-up builds the library's ~10 MB of structures on the heap, one page fault per 4 KiB page
-// first written: about 1,300 faults, a third of a one-line diagnose on a KVM guest where a fault
-// is dear. So the heap is grown once, up front, by a pad that holds them, and that range is
-// advised for transparent huge pages: a few faults of 2 MiB instead (what glibc's
-// glibc.malloc.hugetlb tunable does, which a process cannot set for itself once started). The
-// pad is address space; only the pages written count in the resident set. Where THP is off the
-// advice is ignored. docs/performance.md has the numbers.
-void grow_heap_on_huge_pages() {
-#if defined(__GLIBC__) && defined(__linux__)
-  constexpr size_t kHugePage = size_t{2} << 20;
-  constexpr size_t kPad = size_t{16} << 20;
-  ::mallopt(M_TOP_PAD, static_cast<int>(kPad));
-  // Blocks below the mmap threshold come from the heap: the first that does not fit in what the
-  // heap holds makes it grow, by the pad.
-  void* before = ::sbrk(0);
-  void* blocks[64] = {};
-  size_t n = 0;
-  while (n < 64 && ::sbrk(0) == before) blocks[n++] = std::malloc(size_t{96} << 10);
-  auto begin = (reinterpret_cast<uintptr_t>(before) + kHugePage - 1) & ~(kHugePage - 1);
-  auto end = reinterpret_cast<uintptr_t>(::sbrk(0)) & ~(kHugePage - 1);
-  if (end > begin) ::madvise(reinterpret_cast<void*>(begin), end - begin, MADV_HUGEPAGE);
-  for (size_t i = 0; i < n; ++i) std::free(blocks[i]);
-#endif
-}
 }  // namespace
 
 int main(int argc, char** argv) {
-  grow_heap_on_huge_pages();
   limit_malloc_arenas();
   raise_open_file_limit();
   spdlog::set_default_logger(spdlog::stderr_color_mt("firstfault"));  // diagnostics never go to stdout
