@@ -94,6 +94,7 @@ std::vector<Correlator::Hits> Correlator::evaluate_entries(const ErrorLines& err
   // Job-wide facts the rule of every entry reads: computed once, not per entry.
   const bool launcher_failed = launcher_reported_failure();
   const bool run_finished = run_said_finished();
+  const bool trained = job_made_progress();
 
   std::vector<Hits> all, fallbacks, last_resorts;
   all.reserve(lib_.entries.size());
@@ -134,7 +135,7 @@ std::vector<Correlator::Hits> Correlator::evaluate_entries(const ErrorLines& err
     rule = rule && (launcher_failed || !finished_after_every_signal(h, errors));
     // A failure that stops a job before it trains is contradicted by training progress anywhere
     // in the job (a step counter moved): the message was a warning the job started past.
-    rule = rule && !(e.match.no_progress && job_made_progress());
+    rule = rule && !(e.match.no_progress && trained);
     if (e.match.fallback) {
       if (rule && !run_finished) fallbacks.push_back(std::move(h));
       continue;

@@ -394,10 +394,6 @@ class HyperscanPrefilter : public Prefilter {
 
   static std::unique_ptr<Prefilter> make(const std::vector<const PatternDef*>& patterns, bool may_compile,
                                          const std::vector<std::optional<std::string>>* closed) {
-    // Databases go to huge-page-backed mappings (util/huge_pages.h): deserialising the built-in
-    // one into fresh 4 KiB pages was most of start-up.
-    static std::once_flag allocator_once;
-    std::call_once(allocator_once, [] { hs_set_database_allocator(alloc_huge_backed, free_huge_backed); });
     auto p = std::unique_ptr<HyperscanPrefilter>(new HyperscanPrefilter());
     p->count_ = static_cast<int>(patterns.size());
     const std::vector<std::string> relaxed = relax_all(patterns, closed);
@@ -454,7 +450,16 @@ class HyperscanPrefilter : public Prefilter {
     return relaxed;
   }
 
+  // Databases go to huge-page-backed mappings (util/huge_pages.h): deserialising the built-in one
+  // into fresh 4 KiB pages was most of start-up. Set before any database exists, by both places
+  // that make one, so that none is ever freed by another allocator than the one that made it.
+  static void use_huge_page_databases() {
+    static std::once_flag once;
+    std::call_once(once, [] { hs_set_database_allocator(alloc_huge_backed, free_huge_backed); });
+  }
+
   static hs_database_t* compile_db(const std::vector<std::string>& relaxed) {
+    use_huge_page_databases();
     std::vector<const char*> ptrs;
     std::vector<unsigned> flags, ids;
     for (size_t i = 0; i < relaxed.size(); ++i) {
@@ -477,6 +482,7 @@ class HyperscanPrefilter : public Prefilter {
   // other instruction sets is refused at scan time, so try one scan). The scratch that scan
   // used is handed back in `scratch`: allocating a second one was ~3% of start-up.
   static hs_database_t* usable(std::string_view bytes, hs_scratch_t** scratch) {
+    use_huge_page_databases();
     hs_database_t* db = nullptr;
     if (hs_deserialize_database(bytes.data(), bytes.size(), &db) != HS_SUCCESS) return nullptr;
     hs_scratch_t* s = nullptr;
