@@ -14,6 +14,7 @@
 #include "firstfault/attribution/line_attributor.h"
 #include "firstfault/signatures/embedded.h"
 #include "firstfault/signatures/snapshot.h"
+#include "firstfault/util/huge_pages.h"
 #include "firstfault/util/resident.h"
 #include "firstfault/util/strings.h"
 
@@ -653,11 +654,14 @@ Library load_library(const std::vector<std::string>& extra_dirs, std::vector<Loa
                      const LoadOptions& options, bool include_builtin) {
   // The built-ins alone come from the snapshot the build validated (samples included). A caller
   // checking samples is validating (`check`), so it gets the YAML; so does a stale or bad snapshot.
-  if (extra_dirs.empty() && include_builtin && !options.check_samples)
+  if (extra_dirs.empty() && include_builtin && !options.check_samples) {
+    // The library takes ~1.3x the snapshot on the heap, the matcher built from it ~0.6x more.
+    reserve_heap_on_huge_pages(2 * builtin_snapshot().size());
     if (auto lib = deserialize_library(builtin_snapshot(), builtin_source_key(), options.keep_samples)) {
       drop_embedded_pages(builtin_snapshot());  // copied into `lib`; not read again
       return std::move(*lib);
     }
+  }
   // A file under an extra directory with the same relative path as a built-in file replaces
   // it whole (so `check signatures/` validates the working copy, not the embedded copy too).
   std::vector<SourceFile> extra;

@@ -1,8 +1,13 @@
 #include "firstfault/util/huge_pages.h"
 
 #include <sys/mman.h>
+#include <unistd.h>
 
+#include <algorithm>
+#include <array>
+#include <cerrno>
 #include <cstdint>
+#include <cstdlib>
 
 namespace firstfault {
 
@@ -35,6 +40,53 @@ void free_huge_backed(void* p) {
   if (!p) return;
   const auto* header = reinterpret_cast<const MappingHeader*>(static_cast<char*>(p) - kHeader);
   ::munmap(header->base, header->length);
+}
+
+namespace {
+#ifndef MADV_POPULATE_WRITE
+constexpr int MADV_POPULATE_WRITE = 23;  // Linux 5.14; older kernels refuse it and nothing happens
+#endif
+#ifndef MADV_COLLAPSE
+constexpr int MADV_COLLAPSE = 25;  // Linux 6.1
+#endif
+
+uintptr_t heap_end() { return reinterpret_cast<uintptr_t>(::sbrk(0)); }
+
+// Backs [begin, end) of the heap with huge pages where 2 MiB-aligned ones fit, 4 KiB pages at the
+// edges, all faulted in by two calls instead of one fault per page.
+void populate(uintptr_t begin, uintptr_t end) {
+  const uintptr_t lo = (begin + kHugePage - 1) & ~(kHugePage - 1), hi = end & ~(kHugePage - 1);
+  if (hi > lo) ::madvise(reinterpret_cast<void*>(lo), hi - lo, MADV_COLLAPSE);
+  const uintptr_t first_page = (begin + 4095) & ~uintptr_t{4095};
+  if (end > first_page) ::madvise(reinterpret_cast<void*>(first_page), end - first_page, MADV_POPULATE_WRITE);
+}
+}  // namespace
+
+void reserve_heap_on_huge_pages(size_t bytes) {
+#if defined(__GLIBC__) && !defined(__SANITIZE_ADDRESS__)
+  static bool done = false;
+  if (done) return;
+  done = true;
+  const int saved_errno = errno;
+  // malloc grows the heap from its top as blocks below its mmap threshold (128 KiB) are taken;
+  // the last block stays taken for good, so the freed ones below it merge into one free chunk
+  // that later allocations split, instead of a free top that malloc would trim right away.
+  constexpr size_t kBlock = size_t{64} << 10;
+  static std::array<void*, 1024> held;
+  const uintptr_t begin = heap_end();
+  size_t taken = 0;
+  const size_t most = std::min(held.size(), bytes / kBlock + 8);  // the heap may not grow (no brk)
+  while (taken < most && heap_end() - begin < bytes) {
+    held[taken] = std::malloc(kBlock);
+    if (!held[taken]) break;
+    ++taken;
+  }
+  if (heap_end() > begin) populate(begin, heap_end());
+  for (size_t i = 0; i + 1 < taken; ++i) std::free(held[i]);
+  errno = saved_errno;
+#else
+  (void)bytes;
+#endif
 }
 
 }  // namespace firstfault
