@@ -790,16 +790,26 @@ size_t p_client_ordinal(sv s, Attribution& a) {
   return std::min(close + 2, s.size());
 }
 
-// pdsh: "host: " (IPv4 always; names only once the job shows it uses pdsh)
+size_t p_nccl(sv s, Attribution& a);
+
+// Whether `s` opens with NCCL's own "host:pid:tid [dev] " header, which no plain "word: text"
+// line carries after its word.
+bool opens_nccl_header(sv s) {
+  Attribution probe;
+  return p_nccl(s, probe) > 0;
+}
+
+// pdsh: "host: " (IPv4 always; a name once the job shows it uses pdsh, or when NCCL's own header
+// follows: a paste that lost DeepSpeed's `cmd = pdsh ...` line, clush, a per-host log joined)
 size_t p_pdsh(sv s, Attribution& a, bool pdsh) {
   size_t c = find_near(s, ": ", 0, 64);
   if (c == sv::npos || c == 0) return 0;
   sv host = s.substr(0, c);
   bool ip = is_ipv4(host);
   if (!ip) {
-    if (!pdsh) return 0;
     for (char ch : host)
       if (!(is_alnum(ch) || ch == '-' || ch == '.' || ch == '_')) return 0;
+    if (!pdsh && !opens_nccl_header(s.substr(c + 2))) return 0;
   }
   a.host = host;
   return c + 2;

@@ -142,11 +142,14 @@ bool table_rule(sv line) {
 }
 
 // Whether `line` is the rest of `wrapped`, a line that filled the width: it does not begin a
-// record, and is not `wrapped` again (a message repeated at the widest length is not a wrap).
+// record, and does not begin as `wrapped` did.
 bool continues(sv wrapped, sv line) {
+  // A wrap cuts a message anywhere, so its rest almost never begins with the same dozen
+  // characters as the row it was cut from; a log's next record often does (the same host, pid
+  // and thread prefix: "node01: host:108:593 [0] NCCL ..."), whatever its length.
   constexpr size_t kSameStart = 12;
   if (line.size() >= kSameStart && wrapped.compare(0, kSameStart, line.substr(0, kSameStart)) == 0 &&
-      code_points(line) == code_points(wrapped))
+      line.substr(0, kSameStart).find_first_not_of(" \t") != sv::npos)
     return false;
   // A text table's rows and borders all fill the same width (Triton's model status, sacct):
   // a line that ends at the table's edge is whole, and so is a rule under or over a row

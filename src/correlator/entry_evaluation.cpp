@@ -323,18 +323,10 @@ void Correlator::score_entries(std::vector<Hits>& all, const Event* earliest_roo
 // Orders the supported entries, best first: specific beats generic, root beats cascade-only,
 // then confidence, then whose evidence came first.
 void Correlator::rank_entries(std::vector<Hits>& all) const {
-  // A supported entry that specializes another ranks above it.
-  for (const Hits& s : all) {
-    for (const auto& gid : s.entry->specializes) {
-      for (Hits& g : all) {
-        if (g.entry->id != gid) continue;
-        if (g.has_root && !s.has_root) continue;  // a cascade-only refinement never outranks a root event
-        g.confidence = std::min(g.confidence, std::max(0.05, s.confidence - 0.05));
-        if (s.has_root == g.has_root && s.confidence <= g.confidence) g.confidence = std::max(0.05, s.confidence - 0.05);
-      }
-    }
-  }
   keep_generic_only_without_specific(all);
+  // After the generic entries' common ceiling, so that one generic entry refining another (an
+  // ArrowInvalid raised in a DataLoader worker) still ranks above it.
+  rank_specializations_above(all);
   give_way_to_wrapped_exceptions(all);
   // A hardware or kernel event explains the software symptoms it causes on its own host (an Xid
   // under an unspecified launch failure, the OOM killer under a SIGKILL): it is the diagnosis and
@@ -356,6 +348,20 @@ void Correlator::rank_entries(std::vector<Hits>& all) const {
     if (fa && fb && fa != fb) return earlier(*fa, *fb);
     return a.entry->id < b.entry->id;
   });
+}
+
+// A supported entry that specializes another ranks above it.
+void Correlator::rank_specializations_above(std::vector<Hits>& all) const {
+  for (const Hits& s : all) {
+    for (const auto& gid : s.entry->specializes) {
+      for (Hits& g : all) {
+        if (g.entry->id != gid) continue;
+        if (g.has_root && !s.has_root) continue;  // a cascade-only refinement never outranks a root event
+        g.confidence = std::min(g.confidence, std::max(0.05, s.confidence - 0.05));
+        if (s.has_root == g.has_root && s.confidence <= g.confidence) g.confidence = std::max(0.05, s.confidence - 0.05);
+      }
+    }
+  }
 }
 
 // A root line that opens a Python traceback ("[TP1] Scheduler hit an exception: Traceback (most

@@ -265,6 +265,7 @@ class Correlator {
   void score_entries(std::vector<Hits>& all, const Event* earliest_root) const;
   void rank_entries(std::vector<Hits>& all) const;
   void keep_generic_only_without_specific(std::vector<Hits>& all) const;
+  void rank_specializations_above(std::vector<Hits>& all) const;
   void give_way_to_wrapped_exceptions(std::vector<Hits>& all) const;
   bool outlived_warning(const Hits& h, const ErrorLines& errors) const;  // entry_evaluation.cpp
   bool finished_after_every_signal(const Hits& h, const ErrorLines& errors) const;  // entry_evaluation.cpp
