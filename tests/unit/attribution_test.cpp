@@ -209,6 +209,18 @@ TEST_CASE("attribution: DeepSpeed logger and [Rank N] from log_dist; pdsh host o
   CHECK(la.attribute("worker-1: hello").host == "worker-1");
 }
 
+TEST_CASE("attribution: a 'host: ' prefix before NCCL's own header is read without the pdsh line") {
+  // NVIDIA/nccl#394 (real-log round 78b): a paste of pdsh output that lost DeepSpeed's `cmd = pdsh`.
+  LineAttributor la;
+  auto a = la.attribute("node01: VM-0-14-centos:108:593 [0] transport/net_ib.cc:816 NCCL WARN NET/IB : Got completion with error 12, opcode 0, len 32633, vendor err 129");
+  CHECK_FALSE(a.host.empty());
+  CHECK(a.pid == 108);
+  CHECK(a.body.find("NET/IB : Got completion") < a.body.size());
+  // A plain "word: text" line is still no host.
+  CHECK(la.attribute("warning: something odd happened").host.empty());
+  CHECK(la.attribute("node01: hello").host.empty());
+}
+
 TEST_CASE("attribution: glog-style torch elastic lines, Python logging, ISO-8601 with zone") {
   auto a = attr("W0801 13:23:17.366000 32974 torch/distributed/elastic/multiprocessing/api.py:900] Sending process 33051 closing signal SIGTERM");
   CHECK(ts(a) == "--08-01T13:23:17.366");

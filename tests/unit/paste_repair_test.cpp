@@ -104,6 +104,14 @@ TEST_CASE("the hard-wrap width: several lines at the widest length that continue
       "[rank1]: step 100 loss 2.345679 lr 0.0001 grad_norm 1.234 tokens/s 12346 mem 45.6G\n"
       "[rank0]: step 101 loss 2.345678 lr 0.0001 grad_norm 1.234 tokens/s 12345 mem 45.6G\n";
   CHECK(hard_wrap_width(records) == 0);
+  // The longest lines followed by records of the same prefix the attributor cannot read (a pdsh
+  // host before NCCL's header, without the pdsh line) are whole too (NVIDIA/nccl#394, round 78b).
+  std::string same_prefix =
+      "node01: VM-0-14-centos:108:593 [0] transport/net_ib.cc:816 NCCL WARN NET/IB : Got completion with error 12\n"
+      "node01: VM-0-14-centos:108:593 [0] NCCL INFO include/net.h:28 -> 2\n"
+      "node01: VM-0-14-centos:109:594 [0] transport/net_ib.cc:816 NCCL WARN NET/IB : Got completion with error 12\n"
+      "node01: VM-0-14-centos:109:594 [0] NCCL INFO include/net.h:28 -> 2\n";
+  CHECK(hard_wrap_width(same_prefix) == 0);
 }
 
 TEST_CASE("a repaired paste keeps its line count: a continuation becomes an empty line") {
