@@ -350,15 +350,24 @@ Correlator::ErrorLines Correlator::error_lines() const {
       if (ev->input == h.input && ev->rank == h.rank && ev->line >= h.line && ev->line <= closing.line)
         e.benign.insert({ev->input, ev->line});
   };
+  auto ignore_block = [&](const Event& h, const Event& closing) {
+    mark_block(h, closing);
+    uint64_t& to = e.ignored[{h.input, h.rank, h.line}];
+    to = std::max(to, closing.line);
+  };
   // The traceback Python printed under "Exception ignored in: ..." (a finalizer that raised at
   // exit): Python ignored it, so nothing in it, header to exception, fails anything.
   if (auto hdr = lib_.find_pattern("py_exception_ignored"))
     for (const Event& h : events_by_def_[*hdr])
-      if (const Event* closing = traceback_closing_exception(h)) {
-        mark_block(h, *closing);
-        uint64_t& to = e.ignored[{h.input, h.rank, h.line}];
-        to = std::max(to, closing->line);
-      }
+      if (const Event* closing = traceback_closing_exception(h)) ignore_block(h, *closing);
+  // A request a server rejected and logged with its traceback (vLLM's "Error in preprocessing
+  // prompt inputs", answered with a 400) is harmless when the server went on serving: a request
+  // answered later in the same input. A log that ends at the rejection shows a deployment whose
+  // requests fail (real-log round 79c: a base model without a chat template).
+  if (auto hdr = lib_.find_pattern("server_request_rejected"))
+    for (const Event& h : events_by_def_[*hdr])
+      if (const Event* closing = traceback_closing_exception(h); closing && served_after(*closing))
+        ignore_block(h, *closing);
   // A traceback is one error, told by the exception that closes it (harmless when that is:
   // KeyboardInterrupt); its header counts on its own only where the paste lost the exception.
   if (auto hdr = lib_.find_pattern("py_traceback_header"))
@@ -371,6 +380,15 @@ Correlator::ErrorLines Correlator::error_lines() const {
   mark_teardown_after_completion(e);
   mark_outgrown_startup_warnings(e);
   return e;
+}
+
+// Whether the server whose log holds `ev` answered a request after it (an access log line with a
+// 2xx status, server_request_served), in the same input.
+bool Correlator::served_after(const Event& ev) const {
+  auto served = lib_.find_pattern("server_request_served");
+  if (!served) return false;
+  return std::any_of(events_by_def_[*served].begin(), events_by_def_[*served].end(),
+                     [&](const Event& s) { return s.input == ev.input && s.line > ev.line; });
 }
 
 // The root lines of an entry that only describes a job stopped before it trained (`no_progress`),

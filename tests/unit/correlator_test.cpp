@@ -239,6 +239,21 @@ TEST_CASE("correlator: the exception under Python's 'Exception ignored in:' fail
   CHECK(next.first_error->line == 7);
 }
 
+TEST_CASE("correlator: a request the server rejected is harmless only when the server answered requests after it") {
+  Fixture f;
+  std::string rejected =
+      "INFO:     127.0.0.1:54160 - \"GET /health HTTP/1.1\" 200 OK\n"
+      "ERROR 10-15 11:58:26 [serving_chat.py:256] Error in preprocessing prompt inputs\n"
+      "ERROR 10-15 11:58:26 [serving_chat.py:256] Traceback (most recent call last):\n"
+      "ERROR 10-15 11:58:26 [serving_chat.py:256]   File \"/vllm/entrypoints/chat_utils.py\", line 1535, in apply_hf_chat_template\n"
+      "ERROR 10-15 11:58:26 [serving_chat.py:256] ValueError: you must provide a chat template if the tokenizer does not define one.\n"
+      "INFO:     127.0.0.1:54166 - \"POST /v1/chat/completions HTTP/1.1\" 400 Bad Request\n";
+  // The log ends at the rejection (round 79c): the deployment's request failed.
+  CHECK(f.run(rejected).verdict != "clean");
+  // The server went on answering: the rejection was one bad request.
+  CHECK(f.run(rejected + "INFO:     127.0.0.1:54170 - \"POST /v1/chat/completions HTTP/1.1\" 200 OK\n").verdict == "clean");
+}
+
 TEST_CASE("correlator: a wrapper line that opens a traceback gives way to the known exception that closes it") {
   Fixture f;
   std::string log = "[2026-03-03 03:53:30 TP0] Load weight end. type=LlamaForCausalLM\n"
