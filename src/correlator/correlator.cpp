@@ -364,10 +364,14 @@ Correlator::ErrorLines Correlator::error_lines() const {
   // prompt inputs", answered with a 400) is harmless when the server went on serving: a request
   // answered later in the same input. A log that ends at the rejection shows a deployment whose
   // requests fail (real-log round 79c: a base model without a chat template).
-  if (auto hdr = lib_.find_pattern("server_request_rejected"))
+  if (auto hdr = lib_.find_pattern("server_request_rejected")) {
+    const auto last_answered = last_answered_request_by_input();
     for (const Event& h : events_by_def_[*hdr])
-      if (const Event* closing = traceback_closing_exception(h); closing && served_after(*closing))
-        ignore_block(h, *closing);
+      if (const Event* closing = traceback_closing_exception(h)) {
+        auto served = last_answered.find(closing->input);
+        if (served != last_answered.end() && served->second > closing->line) ignore_block(h, *closing);
+      }
+  }
   // A traceback is one error, told by the exception that closes it (harmless when that is:
   // KeyboardInterrupt); its header counts on its own only where the paste lost the exception.
   if (auto hdr = lib_.find_pattern("py_traceback_header"))
@@ -382,13 +386,13 @@ Correlator::ErrorLines Correlator::error_lines() const {
   return e;
 }
 
-// Whether the server whose log holds `ev` answered a request after it (an access log line with a
-// 2xx status, server_request_served), in the same input.
-bool Correlator::served_after(const Event& ev) const {
-  auto served = lib_.find_pattern("server_request_served");
-  if (!served) return false;
-  return std::any_of(events_by_def_[*served].begin(), events_by_def_[*served].end(),
-                     [&](const Event& s) { return s.input == ev.input && s.line > ev.line; });
+// The line of the last request each input's server answered (an access log line with a 2xx
+// status, server_request_served), for the inputs that show one.
+std::map<uint32_t, uint64_t> Correlator::last_answered_request_by_input() const {
+  std::map<uint32_t, uint64_t> last;
+  if (auto served = lib_.find_pattern("server_request_served"))
+    for (const Event& s : events_by_def_[*served]) last[s.input] = std::max(last[s.input], s.line);
+  return last;
 }
 
 // The root lines of an entry that only describes a job stopped before it trained (`no_progress`),

@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <array>
+#include <atomic>
 #include <cerrno>
 #include <cstdint>
 #include <cstdlib>
@@ -64,9 +65,8 @@ void populate(uintptr_t begin, uintptr_t end) {
 
 void reserve_heap_on_huge_pages(size_t bytes) {
 #if defined(__GLIBC__) && !defined(__SANITIZE_ADDRESS__)
-  static bool done = false;
-  if (done) return;
-  done = true;
+  static std::atomic<bool> done{false};
+  if (done.exchange(true)) return;
   const int saved_errno = errno;
   // malloc grows the heap from its top as blocks below its mmap threshold (128 KiB) are taken;
   // the last block stays taken for good, so the freed ones below it merge into one free chunk

@@ -241,7 +241,7 @@ class Correlator {
   ErrorLines error_lines() const;
   void add_headless_tracebacks(ErrorLines& e, uint64_t window) const;
   void mark_teardown_after_completion(ErrorLines& e) const;
-  bool served_after(const Event& ev) const;  // correlator.cpp
+  std::map<uint32_t, uint64_t> last_answered_request_by_input() const;
   void mark_outgrown_startup_warnings(ErrorLines& e) const;
   // Keeps in by_rank[ev.rank] the earlier of ev and what is there.
   void keep_earliest(std::map<int, const Event*>& by_rank, const Event& ev) const;
