@@ -20,16 +20,19 @@ struct MappingHeader {
   void* base;
   size_t length;
 };
+
+// `x` rounded up / down to a multiple of `align`, a power of two.
+uintptr_t align_up(uintptr_t x, uintptr_t align) { return (x + align - 1) & ~(align - 1); }
+uintptr_t align_down(uintptr_t x, uintptr_t align) { return x & ~(align - 1); }
 }  // namespace
 
 void* alloc_huge_backed(size_t size) {
   // One extra huge page of address space, so that a 2 MiB-aligned start exists inside it.
-  size_t used = (size + kHeader + kHugePage - 1) / kHugePage * kHugePage;
+  size_t used = align_up(size + kHeader, kHugePage);
   size_t length = used + kHugePage;
   void* base = ::mmap(nullptr, length, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
   if (base == MAP_FAILED) return nullptr;
-  auto start = (reinterpret_cast<uintptr_t>(base) + kHugePage - 1) & ~(kHugePage - 1);
-  auto* aligned = reinterpret_cast<char*>(start);
+  auto* aligned = reinterpret_cast<char*>(align_up(reinterpret_cast<uintptr_t>(base), kHugePage));
   ::madvise(aligned, used, MADV_HUGEPAGE);  // advice only: without THP the pages are 4 KiB
   auto* header = reinterpret_cast<MappingHeader*>(aligned);
   header->base = base;
@@ -53,12 +56,13 @@ constexpr int MADV_COLLAPSE = 25;  // Linux 6.1
 
 uintptr_t heap_end() { return reinterpret_cast<uintptr_t>(::sbrk(0)); }
 
-// Backs [begin, end) of the heap with huge pages where 2 MiB-aligned ones fit, 4 KiB pages at the
+// Backs [begin, end) of the heap with huge pages where 2 MiB-aligned ones fit, base pages at the
 // edges, all faulted in by two calls instead of one fault per page.
 void populate(uintptr_t begin, uintptr_t end) {
-  const uintptr_t lo = (begin + kHugePage - 1) & ~(kHugePage - 1), hi = end & ~(kHugePage - 1);
+  const uintptr_t lo = align_up(begin, kHugePage), hi = align_down(end, kHugePage);
   if (hi > lo) ::madvise(reinterpret_cast<void*>(lo), hi - lo, MADV_COLLAPSE);
-  const uintptr_t first_page = (begin + 4095) & ~uintptr_t{4095};
+  // The base page size, as util/resident.cpp reads it (4 KiB here; 16 or 64 KiB on some arm64).
+  const uintptr_t first_page = align_up(begin, static_cast<uintptr_t>(::sysconf(_SC_PAGESIZE)));
   if (end > first_page) ::madvise(reinterpret_cast<void*>(first_page), end - first_page, MADV_POPULATE_WRITE);
 }
 }  // namespace
