@@ -10,16 +10,26 @@ decision column records only what was judged by hand). Failures are listed: a co
 sample lands elsewhere, and any failure message (not `not-a-failure`) whose sample reads `clean`.
 Usage: tools/inventory_coverage.py BINARY [--write docs/coverage.md]; exit 1 on a failure.
 """
-import csv, json, pathlib, subprocess, sys, collections
+import csv, json, pathlib, subprocess, sys, collections, tempfile
 
 def diagnose_all(binary, samples):
-    # One process per sample keeps the samples independent (a one-line log each).
-    out = []
-    for s in samples:
-        r = subprocess.run([binary, "diagnose", "--format", "json", "-"], input=s + "\n", capture_output=True, text=True)
-        d = json.loads(r.stdout)
-        out.append((d["verdict"], (d.get("diagnosis") or {}).get("id")))
-    return out
+    # Each sample is its own one-line job, so the samples stay independent; one `triage` process
+    # diagnoses them all (the same pipeline as `diagnose`, without 2,000 start-ups).
+    with tempfile.TemporaryDirectory() as tmp:
+        for i, s in enumerate(samples):
+            job = pathlib.Path(tmp, f"{i:05d}")
+            job.mkdir()
+            (job / "job.log").write_text(s + "\n")
+        r = subprocess.run([binary, "triage", "--format", "jsonl", "--no-progress", "--job-depth", "1", tmp],
+                           capture_output=True, text=True)
+    found = {}
+    for line in r.stdout.splitlines():
+        d = json.loads(line)
+        if d.get("type") == "job":
+            found[int(pathlib.Path(d["job"]).name)] = (d["verdict"], (d.get("diagnosis") or {}).get("id"))
+    if len(found) != len(samples):
+        sys.exit(f"triage answered {len(found)} of {len(samples)} samples: {r.stderr[-400:]}")
+    return [found[i] for i in range(len(samples))]
 
 def main():
     binary = sys.argv[1]
