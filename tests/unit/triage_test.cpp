@@ -420,6 +420,16 @@ TEST_CASE("triage: the fleet view ranks the hosts that initiated failures, in ev
   CHECK(summary["initiating_hosts"][0]["jobs"] == 3);
   CHECK(summary["initiating_hosts"][0]["gpus"]["0000:9a:00"] == 3);  // the bad GPU, not only the node
   CHECK_THAT(run("table", {dir.path() + "/shard.jsonl"}), Catch::Contains("     3  gpu-a17                  xid-79-gpu-fell-off-bus  GPUs: 0000:9a:00 x3"));
+  // A failure with no initiating rank counts under the host of its decisive line (the first
+  // evidence the JSON shows), in the run and after a merge alike (an NCCL init hang on dgx-07).
+  dir.write("jobs/e/out.log", kb("nccl-init-hang"));
+  jsonl = run("jsonl");
+  dir.write("shard.jsonl", jsonl);
+  auto hosts = [](const std::string& out) {
+    return nlohmann::json::parse(out.substr(out.rfind("\n", out.size() - 2) + 1))["initiating_hosts"];
+  };
+  CHECK(hosts(jsonl).size() == 2);
+  CHECK(hosts(run("jsonl", {dir.path() + "/shard.jsonl"})) == hosts(jsonl));
 }
 
 TEST_CASE("triage: a job's date comes from its failure's log time, else its last line, else its path") {
