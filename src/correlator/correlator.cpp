@@ -17,6 +17,20 @@
 
 namespace firstfault {
 
+namespace {
+// The exception of a failed import, as the traceback's last line names it.
+const RE2* const kImportFailure = new RE2(R"(\b(?:ModuleNotFoundError|ImportError)\b)");
+
+// A line whose peeled prefix ends in a record of Python's logging in its default format
+// (logging.BASIC_FORMAT "%(levelname)s:%(name)s:%(message)s", or with the time in the logger's
+// place) at ERROR or CRITICAL.
+bool is_python_logging_record(const Event& ev) {
+  static const RE2 kRecord(R"((?:^|[\s\])])(?:ERROR|CRITICAL):(?:[\w.]+|\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d+):\s*$)");
+  std::string_view text = ev.text.view();
+  return ev.body_at > 0 && ev.body_at <= text.size() && RE2::PartialMatch(text.substr(0, ev.body_at), kRecord);
+}
+}  // namespace
+
 using correlator_detail::rank_or;
 using correlator_detail::to_int_or;
 using correlator_detail::world_or;
@@ -364,13 +378,30 @@ Correlator::ErrorLines Correlator::error_lines() const {
   // prompt inputs", answered with a 400) is harmless when the server went on serving: a request
   // answered later in the same input. A log that ends at the rejection shows a deployment whose
   // requests fail (real-log round 79c: a base model without a chat template).
+  // A rejection logged on one line, without a traceback, is its own block.
   if (auto hdr = lib_.find_pattern("server_request_rejected")) {
     const auto last_answered = last_answered_request_by_input();
-    for (const Event& h : events_by_def_[*hdr])
-      if (const Event* closing = traceback_closing_exception(h)) {
-        auto served = last_answered.find(closing->input);
-        if (served != last_answered.end() && served->second > closing->line) ignore_block(h, *closing);
-      }
+    for (const Event& h : events_by_def_[*hdr]) {
+      const Event* closing = traceback_closing_exception(h);
+      if (!closing) closing = &h;
+      auto served = last_answered.find(closing->input);
+      if (served != last_answered.end() && served->second > closing->line) ignore_block(h, *closing);
+    }
+  }
+  // An optional import the code caught and logged ('try: import wandb / except ImportError:
+  // logging.exception("Unable to import wandb.")'): Python's logging prints its record in the
+  // default format ("ERROR:root:<message>", a prefix the attributor peels) and the traceback on
+  // the next lines. The program went on without the module; a module it needed fails again,
+  // uncaught, with no record above it.
+  if (auto hdr = lib_.find_pattern("py_traceback_header")) {
+    std::map<std::tuple<uint32_t, int, uint64_t>, const Event*> records;
+    for (const Event* ev : e.lines)
+      if (is_python_logging_record(*ev)) records[{ev->input, ev->rank, ev->line}] = ev;
+    for (const Event& h : events_by_def_[*hdr]) {
+      auto record = h.line > 0 ? records.find({h.input, h.rank, h.line - 1}) : records.end();
+      const Event* closing = record == records.end() ? nullptr : traceback_closing_exception(h);
+      if (closing && RE2::PartialMatch(closing->text.view(), *kImportFailure)) ignore_block(*record->second, *closing);
+    }
   }
   // A traceback is one error, told by the exception that closes it (harmless when that is:
   // KeyboardInterrupt); its header counts on its own only where the paste lost the exception.

@@ -983,3 +983,36 @@ TEST_CASE("correlator: NCCL's warnings after a rank said its training completed 
   Diagnosis save = f.run(done + teardown + "[rank0]: OSError: [Errno 28] No space left on device: '/ckpt/final'\n");
   CHECK(save.verdict == "diagnosed");
 }
+
+TEST_CASE("correlator: an import the code caught and logged (logging.exception) fails nothing; an uncaught one does") {
+  Fixture f;
+  const std::string traceback = "Traceback (most recent call last):\n"
+                                "  File \"/algoperf/logger_utils.py\", line 27, in <module>\n"
+                                "    import wandb\n"
+                                "ModuleNotFoundError: No module named 'wandb'\n";
+  // Python's logging in its default format prints the record, then the caught exception's traceback.
+  CHECK(f.run("ERROR:root:Unable to import wandb.\n" + traceback + "step 10 loss 2.1\n").verdict == "clean");
+  // Without the record above it, the traceback is uncaught: the import stopped the process.
+  Diagnosis uncaught = f.run(traceback);
+  REQUIRE(uncaught.entry);
+  CHECK(uncaught.entry->id == "python-module-not-found");
+  // A record above a traceback of another kind changes nothing (torchrun logs its summary above
+  // its own uncaught ChildFailedError).
+  Diagnosis other = f.run("ERROR:torch.distributed.elastic.multiprocessing.api:failed (exitcode: 1) local_rank: 0 (pid: 12) of binary: /usr/bin/python\n"
+                          "Traceback (most recent call last):\n"
+                          "  File \"/usr/local/bin/torchrun\", line 8, in <module>\n"
+                          "torch.distributed.elastic.multiprocessing.errors.ChildFailedError: \n");
+  CHECK(other.verdict != "clean");
+}
+
+TEST_CASE("correlator: a request rejected in one line is harmless only when the server answered requests after it") {
+  Fixture f;
+  const std::string rejected =
+      "ERROR 02-22 18:32:42 serving_chat.py:147] Error in applying chat template from request: As of transformers v4.44, "
+      "default chat template is no longer allowed, so you must provide a chat template if the tokenizer does not define one.\n"
+      "INFO:     ::1:33760 - \"POST /v1/chat/completions HTTP/1.1\" 400 Bad Request\n";
+  Diagnosis failed = f.run(rejected);
+  REQUIRE(failed.entry);
+  CHECK(failed.entry->id == "hf-chat-template-missing");
+  CHECK(f.run(rejected + "INFO:     ::1:33770 - \"POST /v1/completions HTTP/1.1\" 200 OK\n").verdict == "clean");
+}
