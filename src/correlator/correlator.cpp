@@ -19,7 +19,10 @@ namespace firstfault {
 
 namespace {
 // The exception of a failed import, as the traceback's last line names it.
-const RE2* const kImportFailure = new RE2(R"(\b(?:ModuleNotFoundError|ImportError)\b)");
+bool names_failed_import(const Event& exception_line) {
+  static const RE2 kImportFailure(R"(\b(?:ModuleNotFoundError|ImportError)\b)");
+  return RE2::PartialMatch(exception_line.text.view(), kImportFailure);
+}
 
 // A line whose peeled prefix ends in a record of Python's logging in its default format
 // (logging.BASIC_FORMAT "%(levelname)s:%(name)s:%(message)s", or with the time in the logger's
@@ -359,62 +362,77 @@ Correlator::ErrorLines Correlator::error_lines() const {
   for (auto name : {"error_benign_line", "c10_warning_stack"})
     if (auto def = lib_.find_pattern(name))
       for (const Event& ev : events_by_def_[*def]) e.benign.insert({ev.input, ev.line});
-  auto mark_block = [&](const Event& h, const Event& closing) {
-    for (const Event* ev : e.lines)
-      if (ev->input == h.input && ev->rank == h.rank && ev->line >= h.line && ev->line <= closing.line)
-        e.benign.insert({ev->input, ev->line});
-  };
-  auto ignore_block = [&](const Event& h, const Event& closing) {
-    mark_block(h, closing);
-    uint64_t& to = e.ignored[{h.input, h.rank, h.line}];
-    to = std::max(to, closing.line);
-  };
-  // The traceback Python printed under "Exception ignored in: ..." (a finalizer that raised at
-  // exit): Python ignored it, so nothing in it, header to exception, fails anything.
-  if (auto hdr = lib_.find_pattern("py_exception_ignored"))
-    for (const Event& h : events_by_def_[*hdr])
-      if (const Event* closing = traceback_closing_exception(h)) ignore_block(h, *closing);
-  // A request a server rejected and logged with its traceback (vLLM's "Error in preprocessing
-  // prompt inputs", answered with a 400) is harmless when the server went on serving: a request
-  // answered later in the same input. A log that ends at the rejection shows a deployment whose
-  // requests fail (real-log round 79c: a base model without a chat template).
-  // A rejection logged on one line, without a traceback, is its own block.
-  if (auto hdr = lib_.find_pattern("server_request_rejected")) {
-    const auto last_answered = last_answered_request_by_input();
-    for (const Event& h : events_by_def_[*hdr]) {
-      const Event* closing = traceback_closing_exception(h);
-      if (!closing) closing = &h;
-      auto served = last_answered.find(closing->input);
-      if (served != last_answered.end() && served->second > closing->line) ignore_block(h, *closing);
-    }
-  }
-  // An optional import the code caught and logged ('try: import wandb / except ImportError:
-  // logging.exception("Unable to import wandb.")'): Python's logging prints its record in the
-  // default format ("ERROR:root:<message>", a prefix the attributor peels) and the traceback on
-  // the next lines. The program went on without the module; a module it needed fails again,
-  // uncaught, with no record above it.
-  if (auto hdr = lib_.find_pattern("py_traceback_header")) {
-    std::map<std::tuple<uint32_t, int, uint64_t>, const Event*> records;
-    for (const Event* ev : e.lines)
-      if (is_python_logging_record(*ev)) records[{ev->input, ev->rank, ev->line}] = ev;
-    for (const Event& h : events_by_def_[*hdr]) {
-      auto record = h.line > 0 ? records.find({h.input, h.rank, h.line - 1}) : records.end();
-      const Event* closing = record == records.end() ? nullptr : traceback_closing_exception(h);
-      if (closing && RE2::PartialMatch(closing->text.view(), *kImportFailure)) ignore_block(*record->second, *closing);
-    }
-  }
+  ignore_finalizer_tracebacks(e);
+  ignore_rejections_served_after(e);
+  ignore_logged_import_failures(e);
   // A traceback is one error, told by the exception that closes it (harmless when that is:
   // KeyboardInterrupt); its header counts on its own only where the paste lost the exception.
   if (auto hdr = lib_.find_pattern("py_traceback_header"))
     for (const Event& h : events_by_def_[*hdr])
       if (const Event* closing = traceback_closing_exception(h)) {
-        if (e.is_benign(*closing)) mark_block(h, *closing);
+        if (e.is_benign(*closing)) e.mark_harmless(h, *closing);
         e.benign.insert({h.input, h.line});
       }
   add_headless_tracebacks(e, kTracebackWindowLines);
   mark_teardown_after_completion(e);
   mark_outgrown_startup_warnings(e);
   return e;
+}
+
+void Correlator::ErrorLines::mark_harmless(const Event& from, const Event& to) {
+  for (const Event* ev : lines)
+    if (ev->input == from.input && ev->rank == from.rank && ev->line >= from.line && ev->line <= to.line)
+      benign.insert({ev->input, ev->line});
+}
+
+void Correlator::ErrorLines::ignore(const Event& from, const Event& to) {
+  mark_harmless(from, to);
+  uint64_t& last = ignored[{from.input, from.rank, from.line}];
+  last = std::max(last, to.line);
+}
+
+// The traceback Python printed under "Exception ignored in: ..." (a finalizer that raised at
+// exit): Python ignored it, so nothing in it, header to exception, fails anything.
+void Correlator::ignore_finalizer_tracebacks(ErrorLines& e) const {
+  if (auto hdr = lib_.find_pattern("py_exception_ignored"))
+    for (const Event& h : events_by_def_[*hdr])
+      if (const Event* closing = traceback_closing_exception(h)) e.ignore(h, *closing);
+}
+
+// A request a server rejected and logged with its traceback (vLLM's "Error in preprocessing
+// prompt inputs", answered with a 400), or on one line without one, is harmless when the server
+// went on serving: a request answered later in the same input. A log that ends at the rejection
+// shows a deployment whose requests fail (real-log round 79c: a base model without a chat
+// template).
+void Correlator::ignore_rejections_served_after(ErrorLines& e) const {
+  auto hdr = lib_.find_pattern("server_request_rejected");
+  if (!hdr) return;
+  const auto last_answered = last_answered_request_by_input();
+  for (const Event& h : events_by_def_[*hdr]) {
+    const Event* closing = traceback_closing_exception(h);
+    if (!closing) closing = &h;
+    auto served = last_answered.find(closing->input);
+    if (served != last_answered.end() && served->second > closing->line) e.ignore(h, *closing);
+  }
+}
+
+// An optional import the code caught and logged ('try: import wandb / except ImportError:
+// logging.exception("Unable to import wandb.")'): Python's logging prints its record in the
+// default format ("ERROR:root:<message>", a prefix the attributor peels) and the traceback on
+// the next lines. The program went on without the module; a module it needed fails again,
+// uncaught, with no record above it (real-log round 82f).
+void Correlator::ignore_logged_import_failures(ErrorLines& e) const {
+  auto hdr = lib_.find_pattern("py_traceback_header");
+  if (!hdr) return;
+  std::map<std::tuple<uint32_t, int, uint64_t>, const Event*> records;
+  for (const Event* ev : e.lines)
+    if (is_python_logging_record(*ev)) records[{ev->input, ev->rank, ev->line}] = ev;
+  if (records.empty()) return;
+  for (const Event& h : events_by_def_[*hdr]) {
+    auto record = h.line > 0 ? records.find({h.input, h.rank, h.line - 1}) : records.end();
+    const Event* closing = record == records.end() ? nullptr : traceback_closing_exception(h);
+    if (closing && names_failed_import(*closing)) e.ignore(*record->second, *closing);
+  }
 }
 
 // The line of the last request each input's server answered (an access log line with a 2xx

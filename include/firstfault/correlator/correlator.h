@@ -223,6 +223,10 @@ class Correlator {
     // and buffers whose peers already exited): (input, line). Nothing is read there either.
     std::set<std::pair<uint32_t, uint64_t>> after_completion;
     bool is_benign(const Event& ev) const { return benign.count({ev.input, ev.line}) > 0; }
+    // The error lines of `from`'s input and rank, from `from` to `to`, are harmless; ignore()
+    // also records them as a block in which no entry reads a root or cascade.
+    void mark_harmless(const Event& from, const Event& to);
+    void ignore(const Event& from, const Event& to);
     bool is_error(const Event& ev) const { return error_at.count({ev.input, ev.line}) > 0; }
     // Whether any error line of the job counts, by the rule that makes a verdict `unrecognized`
     // rather than `clean`: one not marked harmless (ignored tracebacks and teardown after
@@ -243,6 +247,9 @@ class Correlator {
   void mark_teardown_after_completion(ErrorLines& e) const;
   std::map<uint32_t, uint64_t> last_answered_request_by_input() const;
   void mark_outgrown_startup_warnings(ErrorLines& e) const;
+  void ignore_finalizer_tracebacks(ErrorLines& e) const;
+  void ignore_rejections_served_after(ErrorLines& e) const;
+  void ignore_logged_import_failures(ErrorLines& e) const;
   // Keeps in by_rank[ev.rank] the earlier of ev and what is there.
   void keep_earliest(std::map<int, const Event*>& by_rank, const Event& ev) const;
   // Each rank's first error line of its own: one that no cascade or teardown pattern claims,
