@@ -34,15 +34,10 @@ const std::vector<GpuForm>& gpu_forms() {
   return forms;
 }
 
-const Evidence* initiating_line(const Diagnosis& d) {
-  if (d.initiating.first_evidence) return &*d.initiating.first_evidence;
-  return d.evidence.empty() ? nullptr : &d.evidence.front();
-}
-
 // restart-excluding: the failed host, and for a hardware fault the GPUs named on it. A network
 // or node fault names the GPU of the process that saw it, not a faulty GPU, so only the host.
 void add_exclusions(const Diagnosis& d, Action& a) {
-  const Evidence* first = initiating_line(d);
+  const Evidence* first = d.decisive_evidence();
   std::string host = !d.initiating.host.empty() ? d.initiating.host : first ? first->host : "";
   if (plausible_host(host)) a.exclude_hosts.push_back(host);  // it reaches scontrol/kubectl command lines
   if (d.entry->category != "hardware") return;

@@ -424,13 +424,17 @@ void Correlator::ignore_rejections_served_after(ErrorLines& e) const {
 void Correlator::ignore_logged_import_failures(ErrorLines& e) const {
   auto hdr = lib_.find_pattern("py_traceback_header");
   if (!hdr) return;
+  // Only the error lines right above a header can be its record: the regex reads those alone.
   std::map<std::tuple<uint32_t, int, uint64_t>, const Event*> records;
+  for (const Event& h : events_by_def_[*hdr])
+    if (h.line > 0) records.emplace(std::tuple{h.input, h.rank, h.line - 1}, nullptr);
   for (const Event* ev : e.lines)
-    if (is_python_logging_record(*ev)) records[{ev->input, ev->rank, ev->line}] = ev;
-  if (records.empty()) return;
+    if (auto slot = records.find({ev->input, ev->rank, ev->line}); slot != records.end() && is_python_logging_record(*ev))
+      slot->second = ev;
   for (const Event& h : events_by_def_[*hdr]) {
     auto record = h.line > 0 ? records.find({h.input, h.rank, h.line - 1}) : records.end();
-    const Event* closing = record == records.end() ? nullptr : traceback_closing_exception(h);
+    if (record == records.end() || !record->second) continue;
+    const Event* closing = traceback_closing_exception(h);
     if (closing && names_failed_import(*closing)) e.ignore(*record->second, *closing);
   }
 }

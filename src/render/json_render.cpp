@@ -95,9 +95,8 @@ json diagnosis_to_json(const Diagnosis& d, const Library& lib, bool rank_rows) {
     o["reason"] = sanitize_utf8(d.initiating.reason);
     json ev = json::array();
     for (const auto& x : d.evidence) ev.push_back(evidence_to_json(x));
-    o["first_evidence"] = d.initiating.first_evidence ? evidence_to_json(*d.initiating.first_evidence)
-                          : d.evidence.empty()        ? json(nullptr)
-                                                      : ev.front();
+    const Evidence* decisive = d.decisive_evidence();
+    o["first_evidence"] = decisive ? evidence_to_json(*decisive) : json(nullptr);
     o["evidence"] = std::move(ev);
     o["root_cause"] = e.root_cause;
     o["confirm"] = e.confirm;

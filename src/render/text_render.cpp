@@ -235,7 +235,7 @@ std::string render_text_head(const Diagnosis& d, const TextStyle& style) {
   if (!r.reason.empty()) out += "  why: " + safe(r.reason) + "\n";
   if (r.candidates.size() > 1 && r.confidence < 0.7)
     out += fmt::format("  candidates in order: {}\n", fmt::join(r.candidates, ", "));
-  const Evidence* first = r.first_evidence ? &*r.first_evidence : (d.evidence.empty() ? nullptr : &d.evidence.front());
+  const Evidence* first = d.decisive_evidence();
   if (first) {
     out += "  first evidence: " + where(*first) + "\n";
     out += "    " + safe(truncate_utf8(first->text, 400)) + "\n";

@@ -99,11 +99,8 @@ JobRecord record_of(const std::string& job, const Diagnosis& d) {
   }
   r.action = action_kind_name(d.action.kind);
   r.rank = d.initiating.rank;
-  // The decisive line is the first evidence the JSON shows (the initiating rank's, else the
-  // diagnosis' first), so a row read back by --merge names the same host.
-  const Evidence* decisive = d.initiating.first_evidence ? &*d.initiating.first_evidence
-                             : d.evidence.empty()        ? nullptr
-                                                         : &d.evidence.front();
+  // The decisive line the JSON shows, so a row read back by --merge names the same host.
+  const Evidence* decisive = d.decisive_evidence();
   r.host = initiating_host_of(d.verdict, d.initiating.host, decisive ? decisive->host : std::string());
   if (d.first_error) r.first_error = d.first_error->text;
   for (const auto& in : d.inputs) r.bytes += in.bytes;

@@ -154,6 +154,14 @@ struct Diagnosis {
   uint64_t total_lines = 0;
   uint64_t total_bytes = 0;
   uint64_t skipped_inputs = 0;  // inputs not read on purpose (binary files); counted in `inputs` too
+
+  // The decisive line of a diagnosis: the initiating rank's first evidence, else the top
+  // entry's strongest. The text, the JSON, the action's exclusions and triage's fleet view all
+  // show this one.
+  const Evidence* decisive_evidence() const {
+    if (initiating.first_evidence) return &*initiating.first_evidence;
+    return evidence.empty() ? nullptr : &evidence.front();
+  }
 };
 
 }  // namespace firstfault
