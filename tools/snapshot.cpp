@@ -23,16 +23,29 @@ using namespace firstfault;
 
 namespace {
 
-// One byte array per blob, and the accessor that returns it.
+// One string literal per blob (printable ASCII as is, other bytes as three-digit octal
+// escapes), and the accessor that returns it. A literal, not a list of integers: GCC took 20 s
+// to compile the 29 MB list of the snapshot's bytes.
 std::string cpp_array(const char* name, const char* accessor, std::string_view blob) {
-  std::string out = fmt::format("alignas(8) const unsigned char {}[] = {{\n", name);
-  for (size_t i = 0; i < blob.size(); ++i) {
-    out += std::to_string(static_cast<unsigned char>(blob[i]));
-    out += (i + 1) % 32 == 0 ? ",\n" : ",";
+  std::string out = fmt::format("alignas(8) const char {}[] =\n\"", name);
+  out.reserve(out.size() + blob.size() * 3);
+  size_t line_start = out.size();
+  for (unsigned char c : blob) {
+    if (c == '"' || c == '\\' || c == '?') {  // '?': no trigraph can form
+      out += '\\';
+      out += static_cast<char>(c);
+    } else if (c >= 0x20 && c < 0x7f) {
+      out += static_cast<char>(c);
+    } else {
+      out += fmt::format("\\{:03o}", c);
+    }
+    if (out.size() - line_start >= 96) {
+      out += "\"\n\"";
+      line_start = out.size();
+    }
   }
-  if (blob.empty()) out += "0";  // a zero-length array is not C++
-  out += fmt::format("\n}};\n}}  // namespace\n\nstd::string_view {}() {{\n"
-                     "  return {{reinterpret_cast<const char*>({}), {}}};\n}}\n\nnamespace {{\n",
+  out += fmt::format("\";\n}}  // namespace\n\nstd::string_view {}() {{\n"
+                     "  return {{{}, {}}};\n}}\n\nnamespace {{\n",
                      accessor, name, blob.size());
   return out;
 }
