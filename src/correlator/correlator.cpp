@@ -10,6 +10,7 @@
 #include <set>
 
 #include "correlator_steps.h"
+#include "firstfault/correlator/traceback.h"
 #include "firstfault/reader/log_reader.h"
 #include "firstfault/util/line_template.h"
 #include "firstfault/util/pci.h"
@@ -39,6 +40,7 @@ using correlator_detail::to_int_or;
 using correlator_detail::world_or;
 using correlator_detail::below_in_traceback_window;
 using correlator_detail::kTracebackWindowLines;
+using correlator_detail::kLinesAfterFrame;
 
 namespace {
 
@@ -339,17 +341,39 @@ bool Correlator::earlier(const Event& a, const Event& b) const {
 
 // A Python traceback runs from a header to the exception line that closes it: the same rank's
 // first exception line after the header, within the few dozen lines a traceback takes.
-const Event* Correlator::traceback_closing_exception(const Event& header) const {
+// The nearest exception line below `header` of its input and rank: within a few dozen lines, or
+// further down when frame lines run from the header to it without a gap (a deep stack: uvicorn's
+// and Starlette's middleware put 36 frames, 75 lines, above a rejected request's exception).
+const Event* Correlator::traceback_closing_exception(const Event& header, const ErrorLines* e) const {
   auto exception_def = lib_.find_pattern("error_exception_line");
+  if (!exception_def) return nullptr;
   const Event* closing = nullptr;
-  if (exception_def)
-    for (const Event& ev : events_by_def_[*exception_def])
-      if (below_in_traceback_window(header, ev) && (!closing || ev.line < closing->line)) closing = &ev;
-  return closing;
+  for (const Event& ev : events_by_def_[*exception_def])
+    if (ev.input == header.input && ev.rank == header.rank && ev.line > header.line &&
+        ev.line <= header.line + kMaxTracebackLines && (!closing || ev.line < closing->line))
+      closing = &ev;
+  if (!closing || closing->line <= header.line + kTracebackWindowLines) return closing;
+  return e && closing->line <= end_of_frames_below(header, *e) + kLinesAfterFrame ? closing : nullptr;
+}
+
+// The last frame line of the run of frames that starts right below `header` (each frame within
+// kLinesAfterFrame lines of the one before: its code line, a caret line, a repeat notice).
+uint64_t Correlator::end_of_frames_below(const Event& header, const ErrorLines& e) const {
+  auto stream = e.frame_lines.find({header.input, header.rank});
+  uint64_t end = header.line;
+  if (stream == e.frame_lines.end()) return end;
+  const std::vector<uint64_t>& frames = stream->second;
+  for (auto it = std::upper_bound(frames.begin(), frames.end(), header.line); it != frames.end() && *it <= end + kLinesAfterFrame; ++it)
+    end = *it;
+  return end;
 }
 
 Correlator::ErrorLines Correlator::error_lines() const {
   ErrorLines e;
+  if (auto frame = lib_.find_pattern("py_traceback_frame")) {
+    for (const Event& ev : events_by_def_[*frame]) e.frame_lines[{ev.input, ev.rank}].push_back(ev.line);
+    for (auto& [stream, lines] : e.frame_lines) std::sort(lines.begin(), lines.end());
+  }
   for (auto name : {"error_exception_line", "error_fatal_line", "error_generic_line", "py_traceback_header"})
     if (auto def = lib_.find_pattern(name))
       for (const Event& ev : events_by_def_[*def]) {
@@ -369,7 +393,7 @@ Correlator::ErrorLines Correlator::error_lines() const {
   // KeyboardInterrupt); its header counts on its own only where the paste lost the exception.
   if (auto hdr = lib_.find_pattern("py_traceback_header"))
     for (const Event& h : events_by_def_[*hdr])
-      if (const Event* closing = traceback_closing_exception(h)) {
+      if (const Event* closing = traceback_closing_exception(h, &e)) {
         if (e.is_benign(*closing)) e.mark_harmless(h, *closing);
         e.benign.insert({h.input, h.line});
       }
@@ -396,7 +420,7 @@ void Correlator::ErrorLines::ignore(const Event& from, const Event& to) {
 void Correlator::ignore_finalizer_tracebacks(ErrorLines& e) const {
   if (auto hdr = lib_.find_pattern("py_exception_ignored"))
     for (const Event& h : events_by_def_[*hdr])
-      if (const Event* closing = traceback_closing_exception(h)) e.ignore(h, *closing);
+      if (const Event* closing = traceback_closing_exception(h, &e)) e.ignore(h, *closing);
 }
 
 // A request a server rejected and logged with its traceback (vLLM's "Error in preprocessing
@@ -409,7 +433,7 @@ void Correlator::ignore_rejections_served_after(ErrorLines& e) const {
   if (!hdr) return;
   const auto last_answered = last_answered_request_by_input();
   for (const Event& h : events_by_def_[*hdr]) {
-    const Event* closing = traceback_closing_exception(h);
+    const Event* closing = traceback_closing_exception(h, &e);
     if (!closing) closing = &h;
     auto served = last_answered.find(closing->input);
     if (served != last_answered.end() && served->second > closing->line) e.ignore(h, *closing);
@@ -434,7 +458,7 @@ void Correlator::ignore_logged_import_failures(ErrorLines& e) const {
   for (const Event& h : events_by_def_[*hdr]) {
     auto record = h.line > 0 ? records.find({h.input, h.rank, h.line - 1}) : records.end();
     if (record == records.end() || !record->second) continue;
-    const Event* closing = traceback_closing_exception(h);
+    const Event* closing = traceback_closing_exception(h, &e);
     if (closing && names_failed_import(*closing)) e.ignore(*record->second, *closing);
   }
 }

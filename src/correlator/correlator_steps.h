@@ -37,6 +37,9 @@ inline constexpr std::pair<const char*, const char*> kLauncherFirstFailure[] = {
 // How far below its header a Python traceback's closing exception is looked for: the few dozen
 // lines a traceback takes (error lines, wrapper lines that open one).
 inline constexpr uint64_t kTracebackWindowLines = 60;
+// At most this many lines from one traceback frame line to the next, or to the exception after
+// the last: the frame's code line, Python 3.11's caret line, '[Previous line repeated N more times]'.
+inline constexpr uint64_t kLinesAfterFrame = 4;
 // Whether `ev` lies below `header` within that window, in the same input and rank.
 inline bool below_in_traceback_window(const Event& header, const Event& ev) {
   return ev.input == header.input && ev.rank == header.rank && ev.line > header.line &&

@@ -923,11 +923,13 @@ TEST_CASE("correlator: a last resort reads an unknown error's words, by level, a
 }
 
 TEST_CASE("correlator: an entry whose every line came before rank 0 said the run finished did not end it") {
-  // An MLPerf run (training_results_v4.1, Supermicro stable diffusion): PMIx's dstore lock error on
-  // every rank at start-up, then rank 0's run_stop with status success.
+  // After an MLPerf run (training_results_v4.1, Supermicro stable diffusion): PMIx's dstore lock
+  // error on every rank at start-up, then rank 0's run_stop with status success. That run's lock
+  // ERROR is harmless on its own now (error_benign_line, round 84f); its OUT-OF-RESOURCE, the
+  // segment that could not be made, is pmix-dstore-shm-exhausted's.
   Fixture f;
-  const std::string pmix = "[rank6]: [sys-821ge:2299088] PMIX ERROR: ERROR in file gds_ds12_lock_pthread.c at line 168\n"
-                           "[rank3]: [sys-821ge:2299094] PMIX ERROR: ERROR in file gds_ds12_lock_pthread.c at line 168\n";
+  const std::string pmix = "[rank6]: [sys-821ge:2299088] PMIX ERROR: OUT-OF-RESOURCE in file gds_ds12_lock_pthread.c at line 168\n"
+                           "[rank3]: [sys-821ge:2299094] PMIX ERROR: OUT-OF-RESOURCE in file gds_ds12_lock_pthread.c at line 168\n";
   const std::string done =
       "[rank0]: :::MLLOG {\"namespace\": \"\", \"time_ms\": 1728864223053, \"event_type\": \"INTERVAL_END\", \"key\": "
       "\"run_stop\", \"value\": null, \"metadata\": {\"file\": \"utils.py\", \"lineno\": 186, \"status\": \"success\"}}\n";
@@ -940,6 +942,25 @@ TEST_CASE("correlator: an entry whose every line came before rank 0 said the run
   Diagnosis crashed = f.run(pmix + "[rank6]: RuntimeError: NCCL communicator was aborted on rank 6.\n" +
                             "[rank0]: === Training Complete ===\n");
   CHECK(crashed.verdict == "diagnosed");
+}
+
+TEST_CASE("correlator: a traceback deeper than the window is closed by its exception when its frames run on to it") {
+  // 40 library frames, 80 lines: deeper than the fixed window (uvicorn's and Starlette's
+  // middleware put 36 frames above a rejected request's exception, real-log round 84c).
+  Fixture f;
+  std::string frames;
+  for (int i = 0; i < 40; ++i)
+    frames += fmt::format("  File \"/usr/lib/python3.10/site-packages/pool/m{}.py\", line 10, in f{}\n    f{}()\n", i, i, i + 1);
+  const std::string header = "Exception ignored in: <function Pool.__del__ at 0x7f3a2c1e0>\nTraceback (most recent call last):\n";
+  // The finalizer's traceback ends at its exception: nothing in it failed the run.
+  CHECK(f.run("epoch 1 step 100 loss 2.0\n" + header + frames + "OSError: [Errno 9] Bad file descriptor\n").verdict == "clean");
+  // Frames that stop, other output, then an exception far below: that exception is not the
+  // traceback's, and it counts.
+  std::string other;
+  for (int i = 0; i < 70; ++i) other += fmt::format("epoch 2 step {} loss 1.8\n", i);
+  Diagnosis d = f.run("epoch 1 step 100 loss 2.0\n" + header + frames.substr(0, frames.size() / 4) + other +
+                      "OSError: [Errno 5] Input/output error\n");
+  CHECK(d.verdict != "clean");
 }
 
 TEST_CASE("correlator: a failure that stops a job before it trains is not one in a job that trained") {

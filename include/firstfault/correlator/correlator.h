@@ -222,6 +222,9 @@ class Correlator {
     // NCCL's warnings a rank printed after it said its training completed (a teardown's sockets
     // and buffers whose peers already exited): (input, line). Nothing is read there either.
     std::set<std::pair<uint32_t, uint64_t>> after_completion;
+    // The traceback frame lines ("  File ..., line N, in f") of each (input, rank), ascending:
+    // how far a traceback runs below its header, however deep its stack.
+    std::map<std::pair<uint32_t, int>, std::vector<uint64_t>> frame_lines;
     bool is_benign(const Event& ev) const { return benign.count({ev.input, ev.line}) > 0; }
     // The error lines of `from`'s input and rank, from `from` to `to`, are harmless; ignore()
     // also records them as a block in which no entry reads a root or cascade.
@@ -279,7 +282,10 @@ class Correlator {
   bool finished_after_every_signal(const Hits& h, const ErrorLines& errors) const;  // entry_evaluation.cpp
   bool launcher_reported_failure() const;  // entry_evaluation.cpp
   bool run_said_finished() const;           // entry_evaluation.cpp
-  const Event* traceback_closing_exception(const Event& header) const;  // correlator.cpp
+  // The exception line that closes the traceback under `header`; with the job's error lines, also
+  // past the fixed window when the header's frames run on to it (correlator.cpp).
+  const Event* traceback_closing_exception(const Event& header, const ErrorLines* e = nullptr) const;
+  uint64_t end_of_frames_below(const Event& header, const ErrorLines& e) const;
   bool read_error_words(const ErrorLines& errors);  // entry_evaluation.cpp
   std::vector<size_t> consequence_defs() const;
   void add_last_resort(std::vector<Hits>& all, const std::vector<Hits>& fallbacks, std::vector<Hits>& candidates) const;
