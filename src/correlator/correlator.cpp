@@ -424,19 +424,22 @@ void Correlator::ignore_finalizer_tracebacks(ErrorLines& e) const {
 }
 
 // A request a server rejected and logged with its traceback (vLLM's "Error in preprocessing
-// prompt inputs", answered with a 400), or on one line without one, is harmless when the server
-// went on serving: a request answered later in the same input. A log that ends at the rejection
-// shows a deployment whose requests fail (real-log round 79c: a base model without a chat
-// template).
+// prompt inputs", answered with a 400; uvicorn's "Exception in ASGI application" under the access
+// line of the request's error status), or on one line without one, is harmless when the server
+// went on serving: a request answered later in the same input, to the same endpoint when the
+// access line above the header names it. A log that ends at the rejection shows a deployment whose
+// requests fail (real-log round 79c: a base model without a chat template); so does one in which
+// only another service in the file answers (r76a: a RAG proxy's every chat request failed while
+// its search service answered).
 void Correlator::ignore_rejections_served_after(ErrorLines& e) const {
   auto hdr = lib_.find_pattern("server_request_rejected");
   if (!hdr) return;
-  const auto last_answered = last_answered_request_by_input();
+  const AnsweredRequests answered = answered_requests();
   for (const Event& h : events_by_def_[*hdr]) {
     const Event* closing = traceback_closing_exception(h, &e);
     if (!closing) closing = &h;
-    auto served = last_answered.find(closing->input);
-    if (served != last_answered.end() && served->second > closing->line) e.ignore(h, *closing);
+    std::optional<std::string> endpoint = endpoint_failed_above(h);
+    if (answered.last_after(closing->input, endpoint) > closing->line) e.ignore(h, *closing);
   }
 }
 
@@ -463,13 +466,47 @@ void Correlator::ignore_logged_import_failures(ErrorLines& e) const {
   }
 }
 
-// The line of the last request each input's server answered (an access log line with a 2xx
-// status, server_request_served), for the inputs that show one.
-std::map<uint32_t, uint64_t> Correlator::last_answered_request_by_input() const {
-  std::map<uint32_t, uint64_t> last;
+// The path of an endpoint without its query string ("/search?q=1" -> "/search").
+static std::string endpoint_of(const Event& access_line) {
+  const std::string* path = access_line.capture("path");
+  return path ? path->substr(0, path->find('?')) : std::string();
+}
+
+// The last request each input's servers answered with a 2xx (server_request_served), per input
+// and per input and endpoint.
+Correlator::AnsweredRequests Correlator::answered_requests() const {
+  AnsweredRequests a;
   if (auto served = lib_.find_pattern("server_request_served"))
-    for (const Event& s : events_by_def_[*served]) last[s.input] = std::max(last[s.input], s.line);
-  return last;
+    for (const Event& s : events_by_def_[*served]) {
+      a.any[s.input] = std::max(a.any[s.input], s.line);
+      uint64_t& by_endpoint = a.by_endpoint[{s.input, endpoint_of(s)}];
+      by_endpoint = std::max(by_endpoint, s.line);
+    }
+  return a;
+}
+
+uint64_t Correlator::AnsweredRequests::last_after(uint32_t input, const std::optional<std::string>& endpoint) const {
+  if (endpoint) {
+    auto it = by_endpoint.find({input, *endpoint});
+    return it == by_endpoint.end() ? 0 : it->second;
+  }
+  auto it = any.find(input);
+  return it == any.end() ? 0 : it->second;
+}
+
+// The endpoint of the request whose error status uvicorn logged on one of the few lines above
+// `header` (server_request_failed), by the same process where both lines name theirs.
+std::optional<std::string> Correlator::endpoint_failed_above(const Event& header) const {
+  constexpr uint64_t kAccessLineAbove = 3;
+  auto failed = lib_.find_pattern("server_request_failed");
+  if (!failed) return std::nullopt;
+  const Event* nearest = nullptr;
+  for (const Event& f : events_by_def_[*failed])
+    if (f.input == header.input && f.line < header.line && f.line + kAccessLineAbove >= header.line &&
+        (f.pid < 0 || header.pid < 0 || f.pid == header.pid) && (!nearest || f.line > nearest->line))
+      nearest = &f;
+  if (!nearest) return std::nullopt;
+  return endpoint_of(*nearest);
 }
 
 // The root lines of an entry that only describes a job stopped before it trained (`no_progress`),

@@ -254,6 +254,27 @@ TEST_CASE("correlator: a request the server rejected is harmless only when the s
   CHECK(f.run(rejected + "INFO:     127.0.0.1:54170 - \"POST /v1/chat/completions HTTP/1.1\" 200 OK\n").verdict == "clean");
 }
 
+TEST_CASE("correlator: a request uvicorn logged as failed is harmless only when the same endpoint answered after it") {
+  Fixture f;
+  // uvicorn: the access line of the error status, then its header and the request's traceback.
+  std::string failed =
+      "INFO:     127.0.0.1:59734 - \"POST /v1/chat/completions HTTP/1.1\" 200 OK\n"
+      "INFO:     127.0.0.1:59734 - \"POST /v1/chat/completions HTTP/1.1\" 400 Bad Request\n"
+      "ERROR:    Exception in ASGI application\n"
+      "Traceback (most recent call last):\n"
+      "  File \"/venv/lib/python3.10/site-packages/uvicorn/protocols/http/httptools_impl.py\", line 416, in run_asgi\n"
+      "    result = await app(\n"
+      "  File \"/venv/lib/python3.10/site-packages/vllm/renderers/params.py\", line 418, in _token_len_check\n"
+      "    raise VLLMValidationError(\n"
+      "vllm.exceptions.VLLMValidationError: This model's maximum context length is 32768 tokens.\n";
+  CHECK(f.run(failed).verdict != "clean");
+  // The same endpoint answered after it (round 84c): one request was refused, the server served on.
+  CHECK(f.run(failed + "INFO:     127.0.0.1:59800 - \"POST /v1/chat/completions HTTP/1.1\" 200 OK\n").verdict == "clean");
+  // Only another endpoint (another service in the same file, r76a) answered after it: the chat
+  // requests still fail.
+  CHECK(f.run(failed + "INFO:     127.0.0.1:37514 - \"GET /search?query=Hello&top_k=4 HTTP/1.1\" 200 OK\n").verdict != "clean");
+}
+
 TEST_CASE("correlator: a wrapper line that opens a traceback gives way to the known exception that closes it") {
   Fixture f;
   std::string log = "[2026-03-03 03:53:30 TP0] Load weight end. type=LlamaForCausalLM\n"

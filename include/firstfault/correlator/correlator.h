@@ -248,7 +248,15 @@ class Correlator {
   ErrorLines error_lines() const;
   void add_headless_tracebacks(ErrorLines& e, uint64_t window) const;
   void mark_teardown_after_completion(ErrorLines& e) const;
-  std::map<uint32_t, uint64_t> last_answered_request_by_input() const;
+  // The last line of a request answered with a 2xx, per input and per (input, endpoint).
+  struct AnsweredRequests {
+    std::map<uint32_t, uint64_t> any;
+    std::map<std::pair<uint32_t, std::string>, uint64_t> by_endpoint;
+    // Of the input's requests to `endpoint`, or of all of them without one; 0 when none.
+    uint64_t last_after(uint32_t input, const std::optional<std::string>& endpoint) const;
+  };
+  AnsweredRequests answered_requests() const;
+  std::optional<std::string> endpoint_failed_above(const Event& header) const;
   void mark_outgrown_startup_warnings(ErrorLines& e) const;
   void ignore_finalizer_tracebacks(ErrorLines& e) const;
   void ignore_rejections_served_after(ErrorLines& e) const;
