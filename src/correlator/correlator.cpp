@@ -340,8 +340,7 @@ bool Correlator::earlier(const Event& a, const Event& b) const {
 }
 
 // A Python traceback runs from a header to the exception line that closes it: the same rank's
-// first exception line after the header, within the few dozen lines a traceback takes.
-// The nearest exception line below `header` of its input and rank: within a few dozen lines, or
+// first exception line after the header, within the few dozen lines a traceback takes, or
 // further down when frame lines run from the header to it without a gap (a deep stack: uvicorn's
 // and Starlette's middleware put 36 frames, 75 lines, above a rejected request's exception).
 const Event* Correlator::traceback_closing_exception(const Event& header, const ErrorLines* e) const {
@@ -435,10 +434,11 @@ void Correlator::ignore_rejections_served_after(ErrorLines& e) const {
   auto hdr = lib_.find_pattern("server_request_rejected");
   if (!hdr) return;
   const AnsweredRequests answered = answered_requests();
+  const auto failed = failed_requests();
   for (const Event& h : events_by_def_[*hdr]) {
     const Event* closing = traceback_closing_exception(h, &e);
     if (!closing) closing = &h;
-    std::optional<std::string> endpoint = endpoint_failed_above(h);
+    std::optional<std::string> endpoint = endpoint_failed_above(h, failed);
     if (answered.last_after(closing->input, endpoint) > closing->line) e.ignore(h, *closing);
   }
 }
@@ -494,19 +494,25 @@ uint64_t Correlator::AnsweredRequests::last_after(uint32_t input, const std::opt
   return it == any.end() ? 0 : it->second;
 }
 
+// The access lines of requests answered with a 4xx/5xx (server_request_failed), by (input, line).
+std::map<std::pair<uint32_t, uint64_t>, const Event*> Correlator::failed_requests() const {
+  std::map<std::pair<uint32_t, uint64_t>, const Event*> at;
+  if (auto failed = lib_.find_pattern("server_request_failed"))
+    for (const Event& f : events_by_def_[*failed]) at.emplace(std::pair{f.input, f.line}, &f);
+  return at;
+}
+
 // The endpoint of the request whose error status uvicorn logged on one of the few lines above
-// `header` (server_request_failed), by the same process where both lines name theirs.
-std::optional<std::string> Correlator::endpoint_failed_above(const Event& header) const {
+// `header`, by the same process where both lines name theirs.
+std::optional<std::string> Correlator::endpoint_failed_above(
+    const Event& header, const std::map<std::pair<uint32_t, uint64_t>, const Event*>& failed) const {
   constexpr uint64_t kAccessLineAbove = 3;
-  auto failed = lib_.find_pattern("server_request_failed");
-  if (!failed) return std::nullopt;
-  const Event* nearest = nullptr;
-  for (const Event& f : events_by_def_[*failed])
-    if (f.input == header.input && f.line < header.line && f.line + kAccessLineAbove >= header.line &&
-        (f.pid < 0 || header.pid < 0 || f.pid == header.pid) && (!nearest || f.line > nearest->line))
-      nearest = &f;
-  if (!nearest) return std::nullopt;
-  return endpoint_of(*nearest);
+  for (uint64_t up = 1; up <= kAccessLineAbove && up < header.line; ++up) {
+    auto it = failed.find({header.input, header.line - up});
+    if (it != failed.end() && (it->second->pid < 0 || header.pid < 0 || it->second->pid == header.pid))
+      return endpoint_of(*it->second);
+  }
+  return std::nullopt;
 }
 
 // The root lines of an entry that only describes a job stopped before it trained (`no_progress`),

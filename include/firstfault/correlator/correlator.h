@@ -256,7 +256,9 @@ class Correlator {
     uint64_t last_after(uint32_t input, const std::optional<std::string>& endpoint) const;
   };
   AnsweredRequests answered_requests() const;
-  std::optional<std::string> endpoint_failed_above(const Event& header) const;
+  std::map<std::pair<uint32_t, uint64_t>, const Event*> failed_requests() const;
+  std::optional<std::string> endpoint_failed_above(const Event& header,
+                                                   const std::map<std::pair<uint32_t, uint64_t>, const Event*>& failed) const;
   void mark_outgrown_startup_warnings(ErrorLines& e) const;
   void ignore_finalizer_tracebacks(ErrorLines& e) const;
   void ignore_rejections_served_after(ErrorLines& e) const;
