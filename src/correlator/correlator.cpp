@@ -343,16 +343,14 @@ bool Correlator::earlier(const Event& a, const Event& b) const {
 // first exception line after the header, within the few dozen lines a traceback takes, or
 // further down when frame lines run from the header to it without a gap (a deep stack: uvicorn's
 // and Starlette's middleware put 36 frames, 75 lines, above a rejected request's exception).
-const Event* Correlator::traceback_closing_exception(const Event& header, const ErrorLines* e) const {
+const Event* Correlator::traceback_closing_exception(const Event& header, const ErrorLines& e) const {
   auto exception_def = lib_.find_pattern("error_exception_line");
   if (!exception_def) return nullptr;
   const Event* closing = nullptr;
   for (const Event& ev : events_by_def_[*exception_def])
-    if (ev.input == header.input && ev.rank == header.rank && ev.line > header.line &&
-        ev.line <= header.line + kMaxTracebackLines && (!closing || ev.line < closing->line))
-      closing = &ev;
+    if (below_in_traceback_window(header, ev, kMaxTracebackLines) && (!closing || ev.line < closing->line)) closing = &ev;
   if (!closing || closing->line <= header.line + kTracebackWindowLines) return closing;
-  return e && closing->line <= end_of_frames_below(header, *e) + kLinesAfterFrame ? closing : nullptr;
+  return closing->line <= end_of_frames_below(header, e) + kLinesAfterFrame ? closing : nullptr;
 }
 
 // The last frame line of the run of frames that starts right below `header` (each frame within
@@ -392,7 +390,7 @@ Correlator::ErrorLines Correlator::error_lines() const {
   // KeyboardInterrupt); its header counts on its own only where the paste lost the exception.
   if (auto hdr = lib_.find_pattern("py_traceback_header"))
     for (const Event& h : events_by_def_[*hdr])
-      if (const Event* closing = traceback_closing_exception(h, &e)) {
+      if (const Event* closing = traceback_closing_exception(h, e)) {
         if (e.is_benign(*closing)) e.mark_harmless(h, *closing);
         e.benign.insert({h.input, h.line});
       }
@@ -419,7 +417,7 @@ void Correlator::ErrorLines::ignore(const Event& from, const Event& to) {
 void Correlator::ignore_finalizer_tracebacks(ErrorLines& e) const {
   if (auto hdr = lib_.find_pattern("py_exception_ignored"))
     for (const Event& h : events_by_def_[*hdr])
-      if (const Event* closing = traceback_closing_exception(h, &e)) e.ignore(h, *closing);
+      if (const Event* closing = traceback_closing_exception(h, e)) e.ignore(h, *closing);
 }
 
 // A request a server rejected and logged with its traceback (vLLM's "Error in preprocessing
@@ -436,7 +434,7 @@ void Correlator::ignore_rejections_served_after(ErrorLines& e) const {
   const AnsweredRequests answered = answered_requests();
   const auto failed = failed_requests();
   for (const Event& h : events_by_def_[*hdr]) {
-    const Event* closing = traceback_closing_exception(h, &e);
+    const Event* closing = traceback_closing_exception(h, e);
     if (!closing) closing = &h;
     std::optional<std::string> endpoint = endpoint_failed_above(h, failed);
     if (answered.last_after(closing->input, endpoint) > closing->line) e.ignore(h, *closing);
@@ -461,7 +459,7 @@ void Correlator::ignore_logged_import_failures(ErrorLines& e) const {
   for (const Event& h : events_by_def_[*hdr]) {
     auto record = h.line > 0 ? records.find({h.input, h.rank, h.line - 1}) : records.end();
     if (record == records.end() || !record->second) continue;
-    const Event* closing = traceback_closing_exception(h, &e);
+    const Event* closing = traceback_closing_exception(h, e);
     if (closing && names_failed_import(*closing)) e.ignore(*record->second, *closing);
   }
 }

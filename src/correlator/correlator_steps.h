@@ -40,10 +40,10 @@ inline constexpr uint64_t kTracebackWindowLines = 60;
 // At most this many lines from one traceback frame line to the next, or to the exception after
 // the last: the frame's code line, Python 3.11's caret line, '[Previous line repeated N more times]'.
 inline constexpr uint64_t kLinesAfterFrame = 4;
-// Whether `ev` lies below `header` within that window, in the same input and rank.
-inline bool below_in_traceback_window(const Event& header, const Event& ev) {
+// Whether `ev` lies below `header` within `window` lines, in the same input and rank.
+inline bool below_in_traceback_window(const Event& header, const Event& ev, uint64_t window = kTracebackWindowLines) {
   return ev.input == header.input && ev.rank == header.rank && ev.line > header.line &&
-         ev.line <= header.line + kTracebackWindowLines;
+         ev.line <= header.line + window;
 }
 // Two times on the same wall clock (both full, or both year-less): boot-relative times and
 // times of different kinds say nothing about which came first or how long apart.

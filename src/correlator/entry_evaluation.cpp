@@ -167,7 +167,7 @@ std::vector<Correlator::Hits> Correlator::evaluate_entries(const ErrorLines& err
   }
 
   score_entries(all, earliest_root);
-  rank_entries(all);
+  rank_entries(all, errors);
   add_last_resort(all, fallbacks, last_resorts);
 
   // Fallback entries describe what a log that *lacks* something means (e.g. NCCL init that never
@@ -322,12 +322,12 @@ void Correlator::score_entries(std::vector<Hits>& all, const Event* earliest_roo
 
 // Orders the supported entries, best first: specific beats generic, root beats cascade-only,
 // then confidence, then whose evidence came first.
-void Correlator::rank_entries(std::vector<Hits>& all) const {
+void Correlator::rank_entries(std::vector<Hits>& all, const ErrorLines& errors) const {
   keep_generic_only_without_specific(all);
   // After the generic entries' common ceiling, so that one generic entry refining another (an
   // ArrowInvalid raised in a DataLoader worker) still ranks above it.
   rank_specializations_above(all);
-  give_way_to_wrapped_exceptions(all);
+  give_way_to_wrapped_exceptions(all, errors);
   // A hardware or kernel event explains the software symptoms it causes on its own host (an Xid
   // under an unspecified launch failure, the OOM killer under a SIGKILL): it is the diagnosis and
   // the symptom an alternative, whichever printed first (docs/signature-format.md, `explains`).
@@ -368,7 +368,7 @@ void Correlator::rank_specializations_above(std::vector<Hits>& all) const {
 // recent call last):") announces an error told further down: by the exception that closes the
 // traceback. An entry that reads a line of that traceback (a CUDA OOM, an NCCL error) names the
 // failure, so the wrapper gives way to it as to an entry that specializes it.
-void Correlator::give_way_to_wrapped_exceptions(std::vector<Hits>& all) const {
+void Correlator::give_way_to_wrapped_exceptions(std::vector<Hits>& all, const ErrorLines& errors) const {
   auto header_def = lib_.find_pattern("py_traceback_header");
   if (!header_def || events_by_def_[*header_def].empty()) return;
   std::set<std::pair<uint32_t, uint64_t>> headers;
@@ -379,7 +379,7 @@ void Correlator::give_way_to_wrapped_exceptions(std::vector<Hits>& all) const {
     if (!headers.count({wrapper.input, wrapper.line})) continue;
     // The wrapped exception is told between the header and the line that closes the traceback;
     // a root in the same rank's next record is another error, not the one wrapped.
-    const Event* closing = traceback_closing_exception(wrapper);
+    const Event* closing = traceback_closing_exception(wrapper, errors);
     for (const Hits& s : all) {
       if (&s == &w || !s.has_root || s.entry->match.generic) continue;
       bool wrapped = false;

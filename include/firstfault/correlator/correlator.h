@@ -284,17 +284,17 @@ class Correlator {
   class RankLadder;        // the initiating-rank ladder (rank_ladder.h)
   std::vector<Hits> evaluate_entries(const ErrorLines& errors) const;  // entry_evaluation.cpp
   void score_entries(std::vector<Hits>& all, const Event* earliest_root) const;
-  void rank_entries(std::vector<Hits>& all) const;
+  void rank_entries(std::vector<Hits>& all, const ErrorLines& errors) const;
   void keep_generic_only_without_specific(std::vector<Hits>& all) const;
   void rank_specializations_above(std::vector<Hits>& all) const;
-  void give_way_to_wrapped_exceptions(std::vector<Hits>& all) const;
+  void give_way_to_wrapped_exceptions(std::vector<Hits>& all, const ErrorLines& errors) const;
   bool outlived_warning(const Hits& h, const ErrorLines& errors) const;  // entry_evaluation.cpp
   bool finished_after_every_signal(const Hits& h, const ErrorLines& errors) const;  // entry_evaluation.cpp
   bool launcher_reported_failure() const;  // entry_evaluation.cpp
   bool run_said_finished() const;           // entry_evaluation.cpp
-  // The exception line that closes the traceback under `header`; with the job's error lines, also
-  // past the fixed window when the header's frames run on to it (correlator.cpp).
-  const Event* traceback_closing_exception(const Event& header, const ErrorLines* e = nullptr) const;
+  // The exception line that closes the traceback under `header`, past the fixed window when the
+  // header's frames run on to it (ErrorLines::frame_lines; correlator.cpp).
+  const Event* traceback_closing_exception(const Event& header, const ErrorLines& e) const;
   uint64_t end_of_frames_below(const Event& header, const ErrorLines& e) const;
   bool read_error_words(const ErrorLines& errors);  // entry_evaluation.cpp
   std::vector<size_t> consequence_defs() const;
