@@ -38,7 +38,7 @@ bool looks_like_archive_name(const std::string& p) {
   return false;
 }
 
-bool list_archive_members(const std::string& path, std::vector<std::string>& members, std::string& error) {
+bool for_each_member_name(const std::string& path, const std::function<void(const char* name)>& member, std::string& error) {
   ArchiveHandle h;
   if (archive_read_open_filename(h.a, path.c_str(), 1 << 16) != ARCHIVE_OK) {
     error = h.error("cannot open the archive");
@@ -49,11 +49,15 @@ bool list_archive_members(const std::string& path, std::vector<std::string>& mem
   bool any = false;
   while ((r = archive_read_next_header(h.a, &e)) == ARCHIVE_OK || r == ARCHIVE_WARN) {
     any = true;
-    if (archive_entry_filetype(e) == AE_IFREG) members.emplace_back(archive_entry_pathname(e));
+    if (archive_entry_filetype(e) == AE_IFREG) member(archive_entry_pathname(e));
     archive_read_data_skip(h.a);
   }
   if (r == ARCHIVE_FATAL) error = h.error("corrupt archive");
   return any || r == ARCHIVE_EOF;  // an archive with no entry at all is still an archive
+}
+
+bool list_archive_members(const std::string& path, std::vector<std::string>& members, std::string& error) {
+  return for_each_member_name(path, [&](const char* name) { members.emplace_back(name); }, error);
 }
 
 bool reads_as_archive(const std::string& path) {

@@ -71,34 +71,41 @@ void add_archive_jobs(const std::string& path, const Search& search, std::vector
                       std::vector<JobRecord>& errors) {
   const TriageOptions& o = search.o;
   const RE2* pattern = search.pattern;
-  std::vector<std::string> members;
+  auto index = std::make_shared<ArchiveMembers>();
   std::string error;
-  if (!list_archive_members(path, members, error)) {
+  if (!for_each_member_name(path, [&](const char* name) { index->add(name); }, error)) {
     errors.push_back(error_row(path, "not a readable archive: " + error));
     return;
   }
-  std::vector<std::string> names;
-  for (const auto& m : members) names.push_back(normalize_member_name(m));
-  auto wanted = [&](size_t i) { return search.wants_member(names[i]); };
-  const std::string root = archive_root(names);
+  ArchiveRoot finder;
+  for (size_t i = 0; i < index->size(); ++i) finder.add(normalize_member_name(std::string(index->name(i))));
+  const std::string root = finder.root();
   std::map<std::string, JobSpec> by_key;
-  for (size_t i = 0; i < members.size(); ++i) {
-    if (names[i].size() <= root.size() || !wanted(i)) continue;
-    std::string rel = names[i].substr(root.size());
+  for (size_t i = 0; i < index->size(); ++i) {
+    const std::string name = normalize_member_name(std::string(index->name(i)));
+    if (name.size() <= root.size() || !search.wants_member(name)) continue;
+    std::string rel = name.substr(root.size());
     // --job-depth 0: the whole archive is one job, as a whole directory is.
     std::string key = o.job_depth == 0 && !pattern ? "" : job_key(rel, o.job_depth, pattern);
     if (key.empty() && (pattern || o.job_depth != 0)) continue;
-    JobSpec& j = by_key[key];
-    j.id = key.empty() ? path : path + "!" + key;
-    j.archive = path;
-    j.member_prefix = key;
-    j.members.push_back(members[i]);
+    auto [it, is_new] = by_key.try_emplace(key);
+    JobSpec& j = it->second;
+    if (is_new) {
+      j.id = key.empty() ? path : path + "!" + key;
+      j.archive = path;
+      j.archive_members = index;
+      j.archive_job = static_cast<uint32_t>(by_key.size() - 1);
+    }
+    ++j.member_count;
+    index->assign(i, j.archive_job);
   }
+  const size_t members = index->size();
+  index->seal();
   for (auto& [k, j] : by_key) jobs.push_back(std::move(j));
   if (!error.empty())
-    errors.push_back(error_row(path, "archive is corrupt or truncated after " + std::to_string(members.size()) + " member(s): " + error));
+    errors.push_back(error_row(path, "archive is corrupt or truncated after " + std::to_string(members) + " member(s): " + error));
   else if (by_key.empty())
-    errors.push_back(error_row(path, members.empty() ? "the archive holds no file" : search.nothing_found("the archive holds no file")));
+    errors.push_back(error_row(path, members == 0 ? "the archive holds no file" : search.nothing_found("the archive holds no file")));
 }
 
 // A directory: its files grouped into jobs by depth or pattern (sorted, symlink loops skipped).
@@ -147,17 +154,44 @@ void add_directory_jobs(const std::string& p, const Search& search, std::vector<
 
 }  // namespace
 
-std::string archive_root(const std::vector<std::string>& names) {
-  std::string top;
-  bool has_folder = false;
-  for (const auto& n : names) {
-    size_t slash = n.find('/');
-    if (slash == std::string::npos) return "";  // a file at the top: no single top folder
-    if (top.empty()) top = n.substr(0, slash);
-    else if (n.compare(0, slash, top) != 0) return "";
-    has_folder = has_folder || n.find('/', slash + 1) != std::string::npos;
+void ArchiveMembers::add(std::string_view name) {
+  members_.push_back({static_cast<uint32_t>(names_.size()), static_cast<uint32_t>(name.size()), kNoJob});
+  names_.append(name);
+}
+
+void ArchiveMembers::assign(size_t i, uint32_t job) {
+  members_[i].job = job;
+  jobs_ = std::max(jobs_, job + 1);
+}
+
+void ArchiveMembers::seal() {
+  members_.erase(std::remove_if(members_.begin(), members_.end(), [](const Member& m) { return m.job == kNoJob; }),
+                 members_.end());
+  std::sort(members_.begin(), members_.end(), [this](const Member& a, const Member& b) { return name(a) < name(b); });
+}
+
+std::optional<uint32_t> ArchiveMembers::job_of(std::string_view wanted) const {
+  auto it = std::lower_bound(members_.begin(), members_.end(), wanted,
+                             [this](const Member& m, std::string_view n) { return name(m) < n; });
+  if (it == members_.end() || name(*it) != wanted) return std::nullopt;
+  return it->job;
+}
+
+void ArchiveRoot::add(std::string_view n) {
+  size_t slash = n.find('/');
+  if (slash == std::string_view::npos) {
+    single_top_ = false;  // a file at the top: no single top folder
+    return;
   }
-  return has_folder ? top + "/" : "";
+  if (top_.empty() && single_top_) top_ = std::string(n.substr(0, slash));
+  else if (n.substr(0, slash) != top_) single_top_ = false;
+  has_folder_ = has_folder_ || n.find('/', slash + 1) != std::string_view::npos;
+}
+
+std::string archive_root(const std::vector<std::string>& names) {
+  ArchiveRoot finder;
+  for (const auto& n : names) finder.add(n);
+  return finder.root();
 }
 
 bool in_shard(const std::string& job, unsigned index, unsigned count) {
@@ -186,7 +220,7 @@ std::vector<JobSpec> discover_jobs(const TriageOptions& o, const PathFilter* fil
       if (looks_like_archive_name(p) || reads_as_archive(p)) {
         add_archive_jobs(p, search, jobs, errors);
       } else {
-        jobs.push_back({p, {p}, "", "", {}});
+        jobs.push_back({p, {p}, "", nullptr, 0, 0});
       }
     }
     // A path that yielded no job is an error row, never silence (an archive names its own reason).

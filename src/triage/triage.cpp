@@ -137,15 +137,15 @@ void run_archive(const std::vector<const JobSpec*>& jobs, const Matcher& matcher
                  std::vector<RowSlot>& results, const std::vector<size_t>& slots,
                  const std::function<void(size_t slot)>& job_done) {
   const std::string& path = jobs.front()->archive;
-  // member -> index into jobs, sorted by member: a map of 100,000 members cost 7 MB.
-  std::vector<std::pair<std::string_view, size_t>> member_job;
-  for (size_t i = 0; i < jobs.size(); ++i)
-    for (const auto& m : jobs[i]->members) member_job.emplace_back(m, i);
-  std::sort(member_job.begin(), member_job.end());
+  const ArchiveMembers& index = *jobs.front()->archive_members;
+  // The archive's job number -> its place in `jobs` (a shard or a subset may hold a few of them).
+  constexpr size_t kNotHere = SIZE_MAX;
+  std::vector<size_t> place(index.jobs(), kNotHere);
+  for (size_t i = 0; i < jobs.size(); ++i) place[jobs[i]->archive_job] = i;
   auto job_of_member = [&](const std::string& name) -> std::optional<size_t> {
-    auto it = std::lower_bound(member_job.begin(), member_job.end(), std::pair<std::string_view, size_t>(name, 0));
-    if (it == member_job.end() || it->first != name) return std::nullopt;
-    return it->second;
+    const std::optional<uint32_t> job = index.job_of(name);
+    if (!job || place[*job] == kNotHere) return std::nullopt;
+    return place[*job];
   };
   struct State {
     std::unique_ptr<Correlator> corr;  // made at the job's first member, freed when it is finished
@@ -154,7 +154,7 @@ void run_archive(const std::vector<const JobSpec*>& jobs, const Matcher& matcher
     bool finished = false;
   };
   std::vector<State> st(jobs.size());
-  for (size_t i = 0; i < jobs.size(); ++i) st[i].members_left = jobs[i]->members.size();
+  for (size_t i = 0; i < jobs.size(); ++i) st[i].members_left = jobs[i]->member_count;
   std::string archive_error;
   auto correlator_of = [&](State& s) -> Correlator& {
     if (!s.corr) s.corr = std::make_unique<Correlator>(matcher.library(), ao.tables);
@@ -186,7 +186,7 @@ void run_archive(const std::vector<const JobSpec*>& jobs, const Matcher& matcher
   // largest thing in memory (14 MB for 100,000 members). Members are found by name, so their
   // order does not matter here.
   const ZipReading zip_reading =
-      member_job.size() > kIndexedZipMembers ? ZipReading::kFrontToBack : ZipReading::kCentralDirectory;
+      index.size() > kIndexedZipMembers ? ZipReading::kFrontToBack : ZipReading::kCentralDirectory;
   Status archive = for_each_archive_member(path, [&](const std::string& name, struct archive* a) {
     const std::optional<size_t> job = job_of_member(name);
     if (!job || st[*job].finished) return;
@@ -613,12 +613,12 @@ int run_triage(const TriageOptions& o, std::ostream& out) {
 
     // Work items: a plain job, or all jobs of one archive (read in one pass).
     std::vector<std::vector<size_t>> items;
-    std::map<std::string, size_t> archive_item;
+    std::map<const ArchiveMembers*, size_t> archive_item;  // an archive named twice is read twice
     for (size_t i = 0; i < jobs.size(); ++i) {
-      if (!jobs[i].archive.empty()) {
-        auto it = archive_item.find(jobs[i].archive);
+      if (jobs[i].archive_members) {
+        auto it = archive_item.find(jobs[i].archive_members.get());
         if (it == archive_item.end()) {
-          archive_item[jobs[i].archive] = items.size();
+          archive_item[jobs[i].archive_members.get()] = items.size();
           items.push_back({i});
         } else {
           items[it->second].push_back(i);
@@ -676,7 +676,7 @@ int run_triage(const TriageOptions& o, std::ostream& out) {
           while (item[0] >= emitted + window && !g_interrupted.load()) cv.wait_for(lock, std::chrono::milliseconds(200));
         }
         if (g_interrupted.load()) return;
-        if (!jobs[item[0]].archive.empty()) {
+        if (jobs[item[0]].archive_members) {
           std::vector<const JobSpec*> js;
           for (size_t i : item) js.push_back(&jobs[i]);
           // Each job is handed to the writer as it is finished, not when the whole archive is.

@@ -342,6 +342,24 @@ TEST_CASE("triage: archive member names are made relative, and the root is a top
   CHECK(archive_root({"top/job-a/rank0.log", "topper/job-b/rank0.log"}).empty());
 }
 
+TEST_CASE("triage: an archive's member index finds each member's job by its name as the archive spells it") {
+  ArchiveMembers index;
+  for (const char* name : {"./job-b/rank1.log", "./job-a/rank0.log", "README", "./job-b/rank0.log"}) index.add(name);
+  CHECK(index.name(1) == "./job-a/rank0.log");  // archive order until sealed
+  index.assign(0, 1);
+  index.assign(1, 0);
+  index.assign(3, 1);  // README belongs to no job
+  index.seal();
+  CHECK(index.size() == 3);
+  CHECK(index.jobs() == 2);
+  CHECK(index.job_of("./job-a/rank0.log") == std::optional<uint32_t>(0));
+  CHECK(index.job_of("./job-b/rank0.log") == std::optional<uint32_t>(1));
+  CHECK(index.job_of("./job-b/rank1.log") == std::optional<uint32_t>(1));
+  CHECK_FALSE(index.job_of("README").has_value());
+  CHECK_FALSE(index.job_of("job-a/rank0.log").has_value());  // looked up as libarchive names it, not normalised
+  CHECK_FALSE(index.job_of("./job-c/rank0.log").has_value());
+}
+
 TEST_CASE("triage: hostile job names and log lines stay text in every format, and after a merge") {
   // A directory name that starts a workflow command on its own line, one that a spreadsheet
   // would run as a formula, and a log line with C1 CSI, BEL, bidi overrides, an Azure logging

@@ -20,6 +20,8 @@ bool looks_like_archive_name(const std::string& path);
 // Lists an archive's regular members in archive order; false when the file is not a (readable)
 // archive. `error` says what broke: it could not be opened or read, or broke after some members.
 bool list_archive_members(const std::string& path, std::vector<std::string>& members, std::string& error);
+// The same, one name at a time: an archive of 100,000 members is not a vector of 100,000 strings.
+bool for_each_member_name(const std::string& path, const std::function<void(const char* name)>& member, std::string& error);
 
 // Whether a regular file whose name does not say archive reads as one: more than one member, or
 // one inside a folder (a single top-level member is more likely a file libarchive took for one).

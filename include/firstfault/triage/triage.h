@@ -3,9 +3,11 @@
 // parallel with bounded memory, bad jobs become error rows, output order never depends on -j,
 // and shard outputs merge into the same summary as one run.
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <ostream>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "firstfault/util/redact.h"
@@ -63,13 +65,39 @@ struct JobRecord {
 // The date of a job (JobRecord::date) from its diagnosis, else from its path.
 std::string job_date(const Diagnosis& d, const std::string& job_path);
 
+// The members of one archive, listed once at discovery and shared by its jobs: each name (as
+// the archive spells it) with the number of the job it belongs to, the names back to back in one
+// buffer. Kept as a string in each job, 100,000 members cost 22 MB; here a member costs its
+// name's length and 12 bytes.
+class ArchiveMembers {
+ public:
+  static constexpr uint32_t kNoJob = UINT32_MAX;
+  void add(std::string_view name);  // in archive order, of no job until assign()
+  size_t size() const { return members_.size(); }
+  std::string_view name(size_t i) const { return name(members_[i]); }  // archive order, before seal()
+  void assign(size_t i, uint32_t job);
+  void seal();  // drops the members of no job and sorts the rest by name, for job_of()
+  std::optional<uint32_t> job_of(std::string_view name) const;
+  uint32_t jobs() const { return jobs_; }
+
+ private:
+  struct Member {
+    uint32_t offset, size, job;
+  };
+  std::string_view name(const Member& m) const { return std::string_view(names_).substr(m.offset, m.size); }
+  std::string names_;
+  std::vector<Member> members_;
+  uint32_t jobs_ = 0;
+};
+
 // A job: a file, a directory of per-rank files, or a group of members of an archive.
 struct JobSpec {
-  std::string id;                   // path, or "archive!member-prefix"
-  std::vector<std::string> files;   // plain files
-  std::string archive;              // when the job lives inside an archive
-  std::string member_prefix;        // members under this prefix ("" = the single member `id`)
-  std::vector<std::string> members; // member names
+  std::string id;                  // path, or "archive!member-prefix"
+  std::vector<std::string> files;  // plain files
+  std::string archive;             // when the job lives inside an archive:
+  std::shared_ptr<const ArchiveMembers> archive_members;  // its members and its siblings'
+  uint32_t archive_job = 0;        // its number in archive_members
+  uint32_t member_count = 0;
 };
 
 // `filter` (null: every file) chooses the files of directories and the members of archives.
@@ -80,6 +108,16 @@ std::vector<JobSpec> discover_jobs(const TriageOptions& o, const PathFilter* fil
 // folder plays the directory triage is given. A top folder of files only is one job's folder
 // (`tar czf job-17.tgz job-17/`) and stays a job.
 std::string archive_root(const std::vector<std::string>& names);
+// The same, fed one name at a time.
+class ArchiveRoot {
+ public:
+  void add(std::string_view normalized_name);
+  std::string root() const { return single_top_ && has_folder_ ? top_ + "/" : ""; }
+
+ private:
+  std::string top_;
+  bool single_top_ = true, has_folder_ = false;
+};
 // Deterministic shard membership of a job id for "I/N" (1-based I).
 bool in_shard(const std::string& job, unsigned index, unsigned count);
 
