@@ -87,6 +87,7 @@ CorrelatorTables::CorrelatorTables(const Library& lib, std::vector<size_t> tail_
     if (own_timeout[i]) essential[i] = true;
   }
   mark_counted_only(lib);  // after `essential` is whole: an essential pattern keeps its events
+  served_request = lib.find_pattern("server_request_served");
 }
 
 // A pattern that entries name only in `absent:` (progress that rules out a hang at start-up) is
@@ -223,6 +224,14 @@ void Correlator::settle_tails() {
   unsettled_.clear();
 }
 
+namespace {
+// The path of an endpoint without its query string ("/search?q=1" -> "/search").
+std::string endpoint_of(const Event& access_line) {
+  const std::string* path = access_line.capture("path");
+  return path ? path->substr(0, path->find('?')) : std::string();
+}
+}  // namespace
+
 void Correlator::add_event(Event ev) {
   ev.order = order_;
   size_t def = ev.def;
@@ -232,6 +241,10 @@ void Correlator::add_event(Event ev) {
   if (const std::string* step = ev.capture("step")) {
     note_step(ev.rank, *step, ev.text);
     if (!t_.referenced[def]) return;
+  }
+  if (def == t_.served_request) {
+    answered_.note(ev.input, endpoint_of(ev), ev.line);
+    return;
   }
   store_event(std::move(ev));
 }
@@ -431,7 +444,7 @@ void Correlator::ignore_finalizer_tracebacks(ErrorLines& e) const {
 void Correlator::ignore_rejections_served_after(ErrorLines& e) const {
   auto hdr = lib_.find_pattern("server_request_rejected");
   if (!hdr) return;
-  const AnsweredRequests answered = answered_requests();
+  const AnsweredRequests& answered = answered_;
   const auto failed = failed_requests();
   for (const Event& h : events_by_def_[*hdr]) {
     const Event* closing = traceback_closing_exception(h, e);
@@ -464,23 +477,11 @@ void Correlator::ignore_logged_import_failures(ErrorLines& e) const {
   }
 }
 
-// The path of an endpoint without its query string ("/search?q=1" -> "/search").
-static std::string endpoint_of(const Event& access_line) {
-  const std::string* path = access_line.capture("path");
-  return path ? path->substr(0, path->find('?')) : std::string();
-}
-
-// The last request each input's servers answered with a 2xx (server_request_served), per input
-// and per input and endpoint.
-Correlator::AnsweredRequests Correlator::answered_requests() const {
-  AnsweredRequests a;
-  if (auto served = lib_.find_pattern("server_request_served"))
-    for (const Event& s : events_by_def_[*served]) {
-      a.any[s.input] = std::max(a.any[s.input], s.line);
-      uint64_t& by_endpoint = a.by_endpoint[{s.input, endpoint_of(s)}];
-      by_endpoint = std::max(by_endpoint, s.line);
-    }
-  return a;
+void Correlator::AnsweredRequests::note(uint32_t input, const std::string& endpoint, uint64_t line) {
+  uint64_t& last = any[input];
+  last = std::max(last, line);
+  uint64_t& last_here = by_endpoint[{input, endpoint}];
+  last_here = std::max(last_here, line);
 }
 
 uint64_t Correlator::AnsweredRequests::last_after(uint32_t input, const std::optional<std::string>& endpoint) const {
@@ -527,6 +528,21 @@ void Correlator::mark_outgrown_startup_warnings(ErrorLines& e) const {
   }
 }
 
+namespace {
+// A step of NCCL's communicator teardown named in an error: the proxy's Close operation
+// ("Failed to execute operation Close from rank N", proxy.cc) or the destroy/abort calls.
+bool names_nccl_teardown_step(std::string_view text) {
+  return text.find("operation Close") != std::string_view::npos || text.find("ncclCommDestroy") != std::string_view::npos ||
+         text.find("ncclCommAbort") != std::string_view::npos;
+}
+// A line of an NCCL error report: NCCL's own, or PyTorch's about an NCCL result.
+bool is_nccl_report_line(std::string_view text) {
+  for (std::string_view mark : {"NCCL", "nccl", "Proxy Service", "Last error"})
+    if (text.find(mark) != std::string_view::npos) return true;
+  return false;
+}
+}  // namespace
+
 // A rank that said its training completed ("Training completed", "exits successfully") and then
 // printed NCCL warnings was tearing down: ncclCommDestroy and the process exit close sockets and
 // deregister buffers whose peers have already gone ("socket state (9) is not ready", "deregister
@@ -551,11 +567,25 @@ void Correlator::mark_teardown_after_completion(ErrorLines& e) const {
     auto run = run_completed_at.find(ev.input);
     return (own != completed_at.end() && ev.line > own->second) || (run != run_completed_at.end() && ev.line > run->second);
   };
-  for (const Event* ev : e.lines) {
-    if (!completed_before(*ev) || ev->text.view().find("NCCL WARN ") == std::string_view::npos) continue;
-    e.benign.insert({ev->input, ev->line});
-    e.after_completion.insert({ev->input, ev->line});
-  }
+  // A rank whose NCCL teardown step itself failed after the run completed (the proxy's Close,
+  // ncclCommDestroy/Abort): its whole NCCL error report is teardown, the watchdog's [E] line and
+  // the ncclResult line with it (an MLPerf run on 32 GPUs whose rank 30 could not close its proxy
+  // connections after run_stop success, round 85f).
+  // Every event, not only the error lines: the Close line is an entry's root without being one.
+  std::set<std::pair<uint32_t, int>> failed_teardown;
+  for (const auto& events : events_by_def_)
+    for (const Event& ev : events)
+      if (names_nccl_teardown_step(ev.text.view()) && completed_before(ev)) failed_teardown.insert({ev.input, ev.rank});
+  auto teardown = [&](const Event& ev) {
+    std::string_view text = ev.text.view();
+    return text.find("NCCL WARN ") != std::string_view::npos ||
+           (failed_teardown.count({ev.input, ev.rank}) && is_nccl_report_line(text));
+  };
+  for (const Event* ev : e.lines)
+    if (completed_before(*ev) && teardown(*ev)) e.benign.insert({ev->input, ev->line});
+  for (const auto& events : events_by_def_)
+    for (const Event& ev : events)
+      if (completed_before(ev) && teardown(ev)) e.after_completion.insert({ev.input, ev.line});
 }
 
 // Traceback frames a paste kept without their header and without the exception that closed
@@ -959,6 +989,7 @@ void Correlator::absorb(Correlator&& later, uint64_t line_offset) {
       store_event(std::move(ev));  // the job's bounds, not each part's
     }
   }
+  for (const auto& [at, line] : later.answered_.by_endpoint) answered_.note(at.first, at.second, line + line_offset);
   budget_dropped_ += later.budget_dropped_;
   budget_cut_ += later.budget_cut_;
   for (auto& d : later.limits_.dropped)

@@ -273,6 +273,12 @@ TEST_CASE("correlator: a request uvicorn logged as failed is harmless only when 
   // Only another endpoint (another service in the same file, r76a) answered after it: the chat
   // requests still fail.
   CHECK(f.run(failed + "INFO:     127.0.0.1:37514 - \"GET /search?query=Hello&top_k=4 HTTP/1.1\" 200 OK\n").verdict != "clean");
+  // A busy server answers more requests than any pattern's events are kept (4,096): the last
+  // answer is what counts, not the first ones kept (round 85c: 40,000 answers, five refusals).
+  std::string busy;
+  for (int i = 0; i < 5000; ++i) busy += "INFO:     127.0.0.1:59734 - \"POST /v1/chat/completions HTTP/1.1\" 200 OK\n";
+  CHECK(f.run(busy + failed).verdict != "clean");
+  CHECK(f.run(busy + failed + "INFO:     127.0.0.1:59800 - \"POST /v1/chat/completions HTTP/1.1\" 200 OK\n").verdict == "clean");
 }
 
 TEST_CASE("correlator: a wrapper line that opens a traceback gives way to the known exception that closes it") {
@@ -1024,6 +1030,28 @@ TEST_CASE("correlator: NCCL's warnings after a rank said its training completed 
   // An error of another kind after the marker still counts: the final save failed.
   Diagnosis save = f.run(done + teardown + "[rank0]: OSError: [Errno 28] No space left on device: '/ckpt/final'\n");
   CHECK(save.verdict == "diagnosed");
+}
+
+TEST_CASE("correlator: a rank whose NCCL teardown failed after the run completed fails nothing; without the completion it does") {
+  // MLPerf Stable Diffusion on 32 GPUs (round 85f): rank 0 logs run_stop success, then rank 30's
+  // watchdog reports that its proxy could not close its connections.
+  Fixture f;
+  const std::string done =
+      " 0: :::MLLOG {\"namespace\": \"\", \"time_ms\": 1746944086909, \"event_type\": \"INTERVAL_END\", \"key\": "
+      "\"run_stop\", \"value\": null, \"metadata\": {\"file\": \"train.py\", \"lineno\": 196, \"status\": \"success\"}}\n";
+  const std::string close_failed =
+      "30: [E511 01:46:13.812290483 ProcessGroupNCCL.cpp:541] [Rank 30] found async exception when checking for NCCL "
+      "errors: NCCL error: unhandled system error (run with NCCL_DEBUG=INFO for details), NCCL version 2.22.3\n"
+      "30: ncclSystemError: System call (e.g. socket, malloc) or external library call failed or device error. \n"
+      "30: Last error:\n"
+      "30: [Proxy Service 30] Failed to execute operation Close from rank 30, retcode 3\n";
+  CHECK(f.run(done + close_failed).verdict == "clean");
+  // Without the marker it is the failure.
+  CHECK(f.run(close_failed).verdict == "diagnosed");
+  // After the marker, an NCCL failure that is not a teardown step still counts (a final save's
+  // collective): without the Close line, the report is the failure.
+  const std::string other = close_failed.substr(0, close_failed.find("30: Last error:"));
+  CHECK(f.run(done + other).verdict != "clean");
 }
 
 TEST_CASE("correlator: an import the code caught and logged (logging.exception) fails nothing; an uncaught one does") {

@@ -88,6 +88,9 @@ struct CorrelatorTables {
   // kMinEventsPerPattern events are stored (mark_counted_only()).
   std::vector<bool> counted_only;
   std::vector<size_t> tail_defs;
+  // server_request_served: summed up as it is read (Correlator::AnsweredRequests), never stored,
+  // since a server answers far more requests than any pattern's event bound (4,096) keeps.
+  std::optional<size_t> served_request;
   void mark_counted_only(const Library& lib);
 };
 
@@ -106,7 +109,7 @@ class Correlator {
   void add_event(Event ev);
   // Whether another event of `def` would be stored; when not, count_event() keeps the count
   // exact without building the event.
-  bool wants_event(size_t def) const { return may_store(def) || t_.has_step[def]; }
+  bool wants_event(size_t def) const { return may_store(def) || t_.has_step[def] || def == t_.served_request; }
   void count_event(size_t def);
   // Whether an event of `def` would only move its rank's progress counter (a `step` capture,
   // and nothing to store); then add_step() does that without building the event.
@@ -249,13 +252,16 @@ class Correlator {
   void add_headless_tracebacks(ErrorLines& e, uint64_t window) const;
   void mark_teardown_after_completion(ErrorLines& e) const;
   // The last line of a request answered with a 2xx, per input and per (input, endpoint).
+  // The last request each input's servers answered with a 2xx (server_request_served), per input
+  // and per input and endpoint: kept up to date line by line.
   struct AnsweredRequests {
     std::map<uint32_t, uint64_t> any;
     std::map<std::pair<uint32_t, std::string>, uint64_t> by_endpoint;
+    void note(uint32_t input, const std::string& endpoint, uint64_t line);
     // Of the input's requests to `endpoint`, or of all of them without one; 0 when none.
     uint64_t last_after(uint32_t input, const std::optional<std::string>& endpoint) const;
   };
-  AnsweredRequests answered_requests() const;
+  AnsweredRequests answered_;
   std::map<std::pair<uint32_t, uint64_t>, const Event*> failed_requests() const;
   std::optional<std::string> endpoint_failed_above(const Event& header,
                                                    const std::map<std::pair<uint32_t, uint64_t>, const Event*>& failed) const;
