@@ -570,8 +570,8 @@ void Correlator::mark_teardown_after_completion(ErrorLines& e) const {
   // A rank whose NCCL teardown step itself failed after the run completed (the proxy's Close,
   // ncclCommDestroy/Abort): its whole NCCL error report is teardown, the watchdog's [E] line and
   // the ncclResult line with it (an MLPerf run on 32 GPUs whose rank 30 could not close its proxy
-  // connections after run_stop success, round 85f).
-  // Every event, not only the error lines: the Close line is an entry's root without being one.
+  // connections after run_stop success, round 85f). Every event is looked at, not only the error
+  // lines: the Close line is an entry's root without being an error line.
   std::set<std::pair<uint32_t, int>> failed_teardown;
   for (const auto& events : events_by_def_)
     for (const Event& ev : events)

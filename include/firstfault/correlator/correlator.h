@@ -251,7 +251,6 @@ class Correlator {
   ErrorLines error_lines() const;
   void add_headless_tracebacks(ErrorLines& e, uint64_t window) const;
   void mark_teardown_after_completion(ErrorLines& e) const;
-  // The last line of a request answered with a 2xx, per input and per (input, endpoint).
   // The last request each input's servers answered with a 2xx (server_request_served), per input
   // and per input and endpoint: kept up to date line by line.
   struct AnsweredRequests {
