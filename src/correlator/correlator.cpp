@@ -770,6 +770,14 @@ int rank_of_slurm_task(const Event& ev, const std::map<int, std::string>& host_o
 }
 }  // namespace
 
+bool Correlator::waited_in_collective(int rank) const {
+  for (size_t def = 0; def < events_by_def_.size(); ++def)
+    if (t_.own_timeout[def])
+      for (const Event& ev : events_by_def_[def])
+        if (ev.rank == rank) return true;
+  return false;
+}
+
 void Correlator::resolve_times_and_ranks() {
   // host:pid -> rank from NCCL communicator init lines (the largest communicator is the world).
   std::map<std::pair<std::string, int64_t>, std::pair<int, int>> nccl_rank;  // -> (rank, nranks)
@@ -827,8 +835,10 @@ void Correlator::resolve_times_and_ranks() {
     if (!rs.host.empty()) host_of_rank.emplace(r, rs.host);
   bool single_host = hosts.size() <= 1;
   // A job whose every ranked line comes from one rank (a single-GPU run with [rank0] prefixes):
-  // its unranked lines are that rank's too.
-  int only_rank = ranks_.size() == 1 ? ranks_.begin()->first : -1;
+  // its unranked lines are that rank's too. Not when that rank timed out waiting in a collective:
+  // it waited for another rank, whose unprefixed lines these may be (a 2-GPU DeepSpeed run whose
+  // only prefixed line is rank 1's watchdog timeout, below rank 0's plain OOM traceback, r86b).
+  int only_rank = ranks_.size() == 1 && !waited_in_collective(ranks_.begin()->first) ? ranks_.begin()->first : -1;
   int world_seen = ranks_.empty() ? 0 : ranks_.rbegin()->first + 1;
   for (const auto& [key, rank_world] : nccl_rank)
     if (rank_world.second != std::numeric_limits<int>::max()) world_seen = std::max(world_seen, rank_world.second);

@@ -78,7 +78,7 @@ Correlator::RankLadder::RankLadder(const Correlator& c, const Hits& top, const C
 RankDecision Correlator::RankLadder::decide() const {
   if (!ranked_roots_.empty()) return from_ranked_roots();
   for (auto rung : {&RankLadder::job_wide_unprefixed, &RankLadder::from_odd_op, &RankLadder::from_collective_sequence,
-                    &RankLadder::from_context_rank, &RankLadder::from_own_error_line, &RankLadder::launcher_tie,
+                    &RankLadder::from_peer_of_lone_timeout, &RankLadder::from_context_rank, &RankLadder::from_own_error_line, &RankLadder::launcher_tie,
                     &RankLadder::from_launcher, &RankLadder::out_of_step, &RankLadder::unranked_root})
     if (auto dec = (this->*rung)()) return *dec;
   return from_silence();
@@ -320,6 +320,26 @@ std::optional<RankDecision> Correlator::RankLadder::from_collective_sequence() c
   if (launcher_.rank && *launcher_.rank != suspect)
     dec.reason += fmt::format("; {} names rank {} (a weak verdict: it picks the earliest whole second)", launcher_.name,
                               *launcher_.rank);
+  return dec;
+}
+
+// A two-rank job: the root line carries no rank, and the one rank that said anything of its own
+// timed out waiting in a collective. It waited for the other rank, which is where the root came
+// from (a 2-GPU DeepSpeed fine-tune: rank 0's plain OOM traceback, then rank 1's watchdog timeout,
+// real-log round 86b). One timeout alone names a missing rank only when the job has two ranks: in
+// a bigger job it could as well be any of the others.
+std::optional<RankDecision> Correlator::RankLadder::from_peer_of_lone_timeout() const {
+  if (roots_.empty() || coll_.reporters.size() != 1 || coll_.world != 2 || !coll_.ahead.empty()) return std::nullopt;
+  const int waiting = *coll_.reporters.begin();
+  RankDecision dec = with_root_evidence();
+  dec.rank = 1 - waiting;
+  dec.candidates = {*dec.rank};
+  dec.method = "missing-from-timeout";
+  dec.confidence = 0.5;
+  dec.reason = fmt::format("the root event carries no rank; in this two-rank job rank {} timed out waiting in {}, so "
+                           "the root is rank {}'s",
+                           waiting, coll_.op.empty() ? "a collective" : coll_.op, *dec.rank);
+  if (coll_.init_world == 0) dec.reason += " (the job's size is taken from the highest rank seen)";
   return dec;
 }
 

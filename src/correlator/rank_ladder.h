@@ -23,6 +23,7 @@ class Correlator::RankLadder {
   std::optional<RankDecision> job_wide_unprefixed() const;
   std::optional<RankDecision> from_odd_op() const;
   std::optional<RankDecision> from_collective_sequence() const;
+  std::optional<RankDecision> from_peer_of_lone_timeout() const;
   std::optional<RankDecision> from_context_rank() const;
   std::optional<RankDecision> from_own_error_line() const;
   std::optional<RankDecision> launcher_tie() const;

@@ -83,6 +83,23 @@ TEST_CASE("correlator: a dump signal 'from this local rank' is that rank's own t
   }
 }
 
+TEST_CASE("correlator: an unprefixed root beside the lone timeout of a two-rank job is the other rank's") {
+  // A 2-GPU DeepSpeed fine-tune (round 86b): rank 0's OOM traceback has no prefix, and the only
+  // prefixed line is rank 1's watchdog timeout: rank 1 waited for rank 0.
+  Fixture f;
+  const std::string oom =
+      "torch.cuda.OutOfMemoryError: CUDA out of memory. Tried to allocate 7.90 GiB. GPU 0 has a total capacity of "
+      "39.39 GiB of which 8.17 GiB is free.\n";
+  Diagnosis d = f.run(oom + timeout(1, 175487, "ALLREDUCE"));
+  REQUIRE(d.entry);
+  CHECK(d.entry->category == "memory");
+  CHECK(d.initiating.rank == std::optional<int>(0));
+  CHECK(d.initiating.method == "missing-from-timeout");
+  // With a third rank in the log the lone timeout no longer says whose the root is.
+  Diagnosis three = f.run("[rank2]:step 5\n" + oom + timeout(1, 175487, "ALLREDUCE"));
+  CHECK(three.initiating.rank != std::optional<int>(0));
+}
+
 TEST_CASE("correlator: counters of another process group never name a rank behind the stuck collective") {
   // An expert-parallel group (PG 3) hung at SeqNum 1438 on rank 13; rank 0 only relays the dump
   // request, with its default group's counters (1261). Rank 0 is a bystander (prime-rl#3186).

@@ -197,6 +197,8 @@ class Correlator {
   // outlives this call until settle_tails() (`view_lasts`), else copied into `text` now.
   void keep_last(RankState& rs, std::string& text, std::string_view& pending, std::string_view line, bool view_lasts);
   void resolve_times_and_ranks();
+  // Whether `rank` reported its own collective timeout (it waited for another rank).
+  bool waited_in_collective(int rank) const;
   // Per-host clock offsets from the collective timeouts every rank reports at once (same SeqNum
   // and op: the watchdogs fire within a second of each other); hosts off by 2 s or more are
   // kept in host_offset_ms_, and earlier() compares their events on the reference clock.
