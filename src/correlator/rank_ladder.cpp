@@ -78,8 +78,9 @@ Correlator::RankLadder::RankLadder(const Correlator& c, const Hits& top, const C
 RankDecision Correlator::RankLadder::decide() const {
   if (!ranked_roots_.empty()) return from_ranked_roots();
   for (auto rung : {&RankLadder::job_wide_unprefixed, &RankLadder::from_odd_op, &RankLadder::from_collective_sequence,
-                    &RankLadder::from_peer_of_lone_timeout, &RankLadder::from_context_rank, &RankLadder::from_own_error_line, &RankLadder::launcher_tie,
-                    &RankLadder::from_launcher, &RankLadder::out_of_step, &RankLadder::unranked_root})
+                    &RankLadder::from_peer_of_lone_timeout, &RankLadder::from_context_rank,
+                    &RankLadder::from_own_error_line, &RankLadder::launcher_tie, &RankLadder::from_launcher,
+                    &RankLadder::out_of_step, &RankLadder::unranked_root})
     if (auto dec = (this->*rung)()) return *dec;
   return from_silence();
 }
