@@ -269,6 +269,14 @@ TEST_CASE("correlator: a request the server rejected is harmless only when the s
   CHECK(f.run(rejected).verdict != "clean");
   // The server went on answering: the rejection was one bad request.
   CHECK(f.run(rejected + "INFO:     127.0.0.1:54170 - \"POST /v1/chat/completions HTTP/1.1\" 200 OK\n").verdict == "clean");
+  // A request refused before it ran, logged with its error response (round 87b: a model name the
+  // server does not serve), reads the same way.
+  const std::string unknown_model =
+      "ERROR 05-12 02:47:14 [serving_chat.py:136] Error with model object='error' message='The model `deepseek-r1-14b` does not "
+      "exist.' type='NotFoundError' param=None code=404\n"
+      "INFO:     127.0.0.1:56148 - \"POST /v1/chat/completions HTTP/1.1\" 404 Not Found\n";
+  CHECK(f.run(unknown_model).verdict != "clean");
+  CHECK(f.run(unknown_model + "INFO:     127.0.0.1:40452 - \"POST /v1/chat/completions HTTP/1.1\" 200 OK\n").verdict == "clean");
 }
 
 TEST_CASE("correlator: a request uvicorn logged as failed is harmless only when the same endpoint answered after it") {
