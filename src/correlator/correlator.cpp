@@ -409,6 +409,7 @@ Correlator::ErrorLines Correlator::error_lines() const {
       }
   add_headless_tracebacks(e, kTracebackWindowLines);
   mark_teardown_after_completion(e);
+  mark_shutdown_after_stop_signal(e);
   mark_outgrown_startup_warnings(e);
   return e;
 }
@@ -586,6 +587,26 @@ void Correlator::mark_teardown_after_completion(ErrorLines& e) const {
   for (const auto& events : events_by_def_)
     for (const Event& ev : events)
       if (completed_before(ev) && teardown(ev)) e.after_completion.insert({ev.input, ev.line});
+}
+
+// A server's engine that logged a stop signal (server_stop_signal_received) is shutting down on
+// purpose: the errors printed after it in the same input are that shutdown (vLLM's API server
+// raising EngineDeadError once the engine it was told to stop is gone), not a failure. Errors
+// before it still count, and so do the lines of an input that logged no such signal.
+void Correlator::mark_shutdown_after_stop_signal(ErrorLines& e) const {
+  auto signal = lib_.find_pattern("server_stop_signal_received");
+  if (!signal || events_by_def_[*signal].empty()) return;
+  std::map<uint32_t, uint64_t> stopped_at;  // input -> its first stop signal
+  for (const Event& ev : events_by_def_[*signal]) {
+    auto [it, fresh] = stopped_at.try_emplace(ev.input, ev.line);
+    if (!fresh) it->second = std::min(it->second, ev.line);
+  }
+  for (const Event* ev : e.lines) {
+    auto it = stopped_at.find(ev->input);
+    if (it == stopped_at.end() || ev->line <= it->second) continue;
+    e.benign.insert({ev->input, ev->line});
+    e.after_completion.insert({ev->input, ev->line});
+  }
 }
 
 // Traceback frames a paste kept without their header and without the exception that closed

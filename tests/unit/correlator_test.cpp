@@ -1079,6 +1079,25 @@ TEST_CASE("correlator: a rank whose NCCL teardown failed after the run completed
   CHECK(f.run(done + other).verdict != "clean");
 }
 
+TEST_CASE("correlator: errors after a server's engine logged a stop signal are its shutdown; before it they count") {
+  // vLLM V1 stopped with SIGTERM after a benchmark (round 87b): the engine core logs the signal,
+  // then the API server's output handler finds the engine gone.
+  Fixture f;
+  const std::string served = "(APIServer pid=23283) INFO:     127.0.0.1:40452 - \"POST /v1/completions HTTP/1.1\" 200 OK\n";
+  const std::string stop =
+      "(EngineCore pid=23397) INFO 08-01 21:34:51 [core.py:1214] [shutdown] EngineCore: trigger received signal=SIGTERM\n";
+  const std::string dead =
+      "(APIServer pid=23283) ERROR 08-01 21:34:51 [async_llm.py:704] vllm.v1.engine.exceptions.EngineDeadError: "
+      "EngineCore encountered an issue. See stack trace (above) for the root cause.\n";
+  CHECK(f.run(served + stop + dead).verdict == "clean");
+  // Without the signal the engine died.
+  Diagnosis died = f.run(served + dead);
+  REQUIRE(died.entry);
+  CHECK(died.entry->id == "vllm-engine-dead");
+  // An error before the signal is not the shutdown's.
+  CHECK(f.run(served + dead + stop).verdict != "clean");
+}
+
 TEST_CASE("correlator: an import the code caught and logged (logging.exception) fails nothing; an uncaught one does") {
   Fixture f;
   const std::string traceback = "Traceback (most recent call last):\n"

@@ -253,6 +253,7 @@ class Correlator {
   ErrorLines error_lines() const;
   void add_headless_tracebacks(ErrorLines& e, uint64_t window) const;
   void mark_teardown_after_completion(ErrorLines& e) const;
+  void mark_shutdown_after_stop_signal(ErrorLines& e) const;
   // The last request each input's servers answered with a 2xx (server_request_served), per input
   // and per input and endpoint: kept up to date line by line.
   struct AnsweredRequests {
