@@ -530,6 +530,12 @@ void Correlator::mark_outgrown_startup_warnings(ErrorLines& e) const {
 }
 
 namespace {
+// Keeps in `first[key]` the lowest line given for it.
+template <class Key>
+void keep_first_line(std::map<Key, uint64_t>& first, const Key& key, uint64_t line) {
+  auto [it, fresh] = first.try_emplace(key, line);
+  if (!fresh) it->second = std::min(it->second, line);
+}
 // A step of NCCL's communicator teardown named in an error: the proxy's Close operation
 // ("Failed to execute operation Close from rank N", proxy.cc) or the destroy/abort calls.
 bool names_nccl_teardown_step(std::string_view text) {
@@ -557,11 +563,8 @@ void Correlator::mark_teardown_after_completion(ErrorLines& e) const {
   std::map<std::pair<uint32_t, int>, uint64_t> completed_at;  // (input, rank) -> first marker line
   std::map<uint32_t, uint64_t> run_completed_at;              // input -> rank 0's or an unranked marker
   for (const Event& ev : events_by_def_[*marker]) {
-    auto [it, fresh] = completed_at.try_emplace({ev.input, ev.rank}, ev.line);
-    if (!fresh) it->second = std::min(it->second, ev.line);
-    if (ev.rank > 0) continue;
-    auto [run, first] = run_completed_at.try_emplace(ev.input, ev.line);
-    if (!first) run->second = std::min(run->second, ev.line);
+    keep_first_line(completed_at, {ev.input, ev.rank}, ev.line);
+    if (ev.rank <= 0) keep_first_line(run_completed_at, ev.input, ev.line);
   }
   auto completed_before = [&](const Event& ev) {
     auto own = completed_at.find({ev.input, ev.rank});
@@ -597,10 +600,7 @@ void Correlator::mark_shutdown_after_stop_signal(ErrorLines& e) const {
   auto signal = lib_.find_pattern("server_stop_signal_received");
   if (!signal || events_by_def_[*signal].empty()) return;
   std::map<uint32_t, uint64_t> stopped_at;  // input -> its first stop signal
-  for (const Event& ev : events_by_def_[*signal]) {
-    auto [it, fresh] = stopped_at.try_emplace(ev.input, ev.line);
-    if (!fresh) it->second = std::min(it->second, ev.line);
-  }
+  for (const Event& ev : events_by_def_[*signal]) keep_first_line(stopped_at, ev.input, ev.line);
   for (const Event* ev : e.lines) {
     auto it = stopped_at.find(ev->input);
     if (it == stopped_at.end() || ev->line <= it->second) continue;

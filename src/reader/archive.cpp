@@ -70,7 +70,7 @@ bool reads_as_archive(const std::string& path) {
          (members.size() > 1 || members[0].find('/') != std::string::npos);
 }
 
-std::string normalize_member_name(const std::string& name) {
+std::string normalize_member_name(std::string_view name) {
   std::string out;
   size_t start = 0;
   for (size_t i = 0; i <= name.size(); ++i) {

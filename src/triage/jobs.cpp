@@ -78,11 +78,11 @@ void add_archive_jobs(const std::string& path, const Search& search, std::vector
     return;
   }
   ArchiveRoot finder;
-  for (size_t i = 0; i < index->size(); ++i) finder.add(normalize_member_name(std::string(index->name(i))));
+  for (size_t i = 0; i < index->size(); ++i) finder.add(normalize_member_name(index->name(i)));
   const std::string root = finder.root();
   std::map<std::string, JobSpec> by_key;
   for (size_t i = 0; i < index->size(); ++i) {
-    const std::string name = normalize_member_name(std::string(index->name(i)));
+    const std::string name = normalize_member_name(index->name(i));
     if (name.size() <= root.size() || !search.wants_member(name)) continue;
     std::string rel = name.substr(root.size());
     // --job-depth 0: the whole archive is one job, as a whole directory is.

@@ -3,6 +3,7 @@
 // as inputs of their own, in one pass over the archive: a compressed tar cannot seek to a member.
 #include <functional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "firstfault/reader/input.h"
@@ -29,7 +30,7 @@ bool reads_as_archive(const std::string& path);
 
 // An archive member's name as `tar` and `zip` may store it, made relative: "./job-a/rank0.log"
 // (`tar -C top -czf x.tgz .`) and "/job-a/rank0.log" both become "job-a/rank0.log".
-std::string normalize_member_name(const std::string& name);
+std::string normalize_member_name(std::string_view name);
 
 // How a zip is read: through its central directory (any zip, but libarchive holds an index of
 // ~150 bytes per member for the whole pass: 14 MB for 100,000 members), or front to back by its
