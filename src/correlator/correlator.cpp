@@ -399,6 +399,14 @@ Correlator::ErrorLines Correlator::error_lines() const {
   ignore_finalizer_tracebacks(e);
   ignore_rejections_served_after(e);
   ignore_logged_import_failures(e);
+  // A line in which a component says an optional step failed and it went on, or one failed
+  // attempt of a step it retries that the run outlived: its own words (an undefined symbol, a
+  // CUDA OOM) are no root or cascade of any entry.
+  if (auto def = lib_.find_pattern("optional_step_went_on"))
+    for (const Event& ev : events_by_def_[*def]) e.ignore(ev, ev);
+  if (auto def = lib_.find_pattern("retried_attempt_line"))
+    for (const Event& ev : events_by_def_[*def])
+      if (outlived(ev)) e.ignore(ev, ev);
   // A traceback is one error, told by the exception that closes it (harmless when that is:
   // KeyboardInterrupt); its header counts on its own only where the paste lost the exception.
   if (auto hdr = lib_.find_pattern("py_traceback_header"))

@@ -127,6 +127,7 @@ std::vector<Correlator::Hits> Correlator::evaluate_entries(const ErrorLines& err
         if (ok) h.by_ref[r].push_back(&ev);
       }
     }
+    if (!e.match.same_traceback.empty()) keep_frames_of_root_tracebacks(h);
     auto hit = [&](size_t r) { return !h.by_ref[r].empty(); };
     bool rule = std::all_of(e.match.require.begin(), e.match.require.end(), hit);
     if (!e.match.any.empty()) rule = rule && std::any_of(e.match.any.begin(), e.match.any.end(), hit);
@@ -392,6 +393,46 @@ void Correlator::give_way_to_wrapped_exceptions(std::vector<Hits>& all, const Er
       if (wrapped && w.confidence >= s.confidence) w.confidence = std::max(0.05, s.confidence - 0.05);
     }
   }
+}
+
+// A root exception's traceback runs from the last traceback header above it (same input and
+// rank, at most kMaxTracebackLines up) down to it; with no header in reach, the window above it.
+void Correlator::keep_frames_of_root_tracebacks(Hits& h) const {
+  const Entry& e = *h.entry;
+  auto header_def = lib_.find_pattern("py_traceback_header");
+  auto traceback_start = [&](const Event& root) {
+    std::optional<uint64_t> header;
+    if (header_def)
+      for (const Event& hd : events_by_def_[*header_def])
+        if (hd.input == root.input && hd.rank == root.rank && hd.line < root.line &&
+            root.line - hd.line <= kMaxTracebackLines && (!header || hd.line > *header))
+          header = hd.line;
+    return header ? *header : root.line > correlator_detail::kTracebackWindowLines ? root.line - correlator_detail::kTracebackWindowLines : 0;
+  };
+  auto is_listed = [&](size_t r) {
+    return std::find(e.match.same_traceback.begin(), e.match.same_traceback.end(), r) != e.match.same_traceback.end();
+  };
+  std::set<const Event*> frames_kept;
+  for (size_t r = 0; r < e.refs.size(); ++r) {
+    if (e.refs[r].role != Role::kRoot) continue;
+    auto& roots = h.by_ref[r];
+    roots.erase(std::remove_if(roots.begin(), roots.end(), [&](const Event* root) {
+      uint64_t start = traceback_start(*root);
+      bool has_frame = false;
+      for (size_t f : e.match.same_traceback)
+        for (const Event* ev : h.by_ref[f])
+          if (ev->input == root->input && ev->rank == root->rank && ev->line > start && ev->line < root->line) {
+            frames_kept.insert(ev);
+            has_frame = true;
+          }
+      return !has_frame;
+    }), roots.end());
+  }
+  for (size_t r = 0; r < e.refs.size(); ++r)
+    if (is_listed(r) && e.refs[r].role != Role::kRoot) {
+      auto& evs = h.by_ref[r];
+      evs.erase(std::remove_if(evs.begin(), evs.end(), [&](const Event* ev) { return !frames_kept.count(ev); }), evs.end());
+    }
 }
 
 // Generic entries name a failure by its kind alone (an uncaught KeyError, a SIGABRT). A specific

@@ -541,7 +541,8 @@ Library load_sources(const std::vector<SourceFile>& sources, std::vector<LoadPro
       if (!m.IsMap()) {
         fc.error(m, "'match' must be a mapping");
       } else {
-        fc.only_keys(m, {"require", "any", "boost", "penalize", "absent", "fallback", "generic", "no_progress", "survivable", "last_resort", "captures"},
+        fc.only_keys(m, {"require", "any", "boost", "penalize", "absent", "same_traceback", "fallback", "generic", "no_progress", "survivable",
+                           "last_resort", "captures"},
                      "'match'");
         for (auto [key, flag] : {std::pair{"fallback", &e.match.fallback}, std::pair{"generic", &e.match.generic},
                                  std::pair{"no_progress", &e.match.no_progress},
@@ -571,6 +572,7 @@ Library load_sources(const std::vector<SourceFile>& sources, std::vector<LoadPro
         names_to_refs("boost", e.match.boost);
         names_to_refs("penalize", e.match.penalize);
         names_to_refs("absent", e.match.absent);
+        names_to_refs("same_traceback", e.match.same_traceback);
         YAML::Node caps = m["captures"];
         if (caps) {
           if (!caps.IsMap()) fc.error(caps, "'captures' maps pattern names to {capture: regex}");

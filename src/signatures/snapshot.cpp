@@ -18,9 +18,9 @@ static_assert(sizeof(SourceLoc) == 40, "SourceLoc changed: update the snapshot")
 static_assert(sizeof(PatternDef) == 224, "PatternDef changed: update the snapshot");
 static_assert(sizeof(PatternRef) == 48, "PatternRef changed: update the snapshot");
 static_assert(sizeof(CaptureRule) == 56, "CaptureRule changed: update the snapshot");
-static_assert(sizeof(MatchRule) == 160, "MatchRule changed: update the snapshot");
+static_assert(sizeof(MatchRule) == 184, "MatchRule changed: update the snapshot");
 static_assert(sizeof(Example) == 40, "Example changed: update the snapshot");
-static_assert(sizeof(Entry) == 616, "Entry changed: update the snapshot");
+static_assert(sizeof(Entry) == 640, "Entry changed: update the snapshot");
 static_assert(sizeof(Override) == 136, "Override changed: update the snapshot");
 static_assert(sizeof(Library) == 168, "Library changed: update the snapshot");
 #endif
@@ -162,7 +162,7 @@ void write_payload(Writer& w, const Library& lib) {
       w.u8(static_cast<uint8_t>(r.role));
     }
     const MatchRule& m = e.match;
-    for (const auto* v : {&m.require, &m.any, &m.boost, &m.penalize, &m.absent}) w.indices(*v);
+    for (const auto* v : {&m.require, &m.any, &m.boost, &m.penalize, &m.absent, &m.same_traceback}) w.indices(*v);
     w.u8(m.fallback);
     w.u8(m.generic);
     w.u8(m.no_progress);
@@ -247,7 +247,7 @@ bool read_payload(Reader& r, Library& lib, bool samples) {
       ref.role = static_cast<Role>(role);
     }
     MatchRule& m = e.match;
-    for (auto* v : {&m.require, &m.any, &m.boost, &m.penalize, &m.absent}) *v = r.indices(e.refs.size());
+    for (auto* v : {&m.require, &m.any, &m.boost, &m.penalize, &m.absent, &m.same_traceback}) *v = r.indices(e.refs.size());
     m.fallback = r.flag();
     m.generic = r.flag();
     m.no_progress = r.flag();

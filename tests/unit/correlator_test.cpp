@@ -1098,6 +1098,76 @@ TEST_CASE("correlator: errors after a server's engine logged a stop signal are i
   CHECK(f.run(served + dead + stop).verdict != "clean");
 }
 
+TEST_CASE("correlator: vLLM's engine core starting its shutdown is a stop; EngineDeadError after it is that stop") {
+  // A TP4/EP4 benchmark server stopped after its run (round 88c): later vLLM logs the requested
+  // shutdown in steps instead of the signal, and the streams still open end in EngineDeadError.
+  Fixture f;
+  const std::string served = "(APIServer pid=12376) INFO:     127.0.0.1:50112 - \"POST /v1/chat/completions HTTP/1.1\" 200 OK\n";
+  const std::string stop = "(EngineCore pid=12791) INFO 04-21 15:10:41 [core.py:1210] Shutdown initiated (timeout=0)\n"
+                           "(EngineCore pid=12791) INFO 04-21 15:10:41 [core.py:1215] Aborting 235 requests\n";
+  const std::string dead =
+      "(APIServer pid=12376) ERROR 04-21 15:11:23 [serving.py:1261] vllm.v1.engine.exceptions.EngineDeadError: "
+      "EngineCore encountered an issue. See stack trace (above) for the root cause.\n";
+  CHECK(f.run(served + stop + dead).verdict == "clean");
+  CHECK(f.run(served + dead + stop).verdict != "clean");
+}
+
+TEST_CASE("correlator: a line that says an optional step failed and the program went on is no entry's root") {
+  Fixture f;
+  // PyG disables an extension whose import failed and runs without it (round 87b).
+  const std::string pyg =
+      "/opt/venv/lib/python3.10/site-packages/torch_geometric/typing.py:86: UserWarning: An issue occurred while "
+      "importing 'torch-scatter'. Disabling its usage. Stacktrace: /opt/venv/lib/python3.10/site-packages/"
+      "torch_scatter/_version_cuda.so: undefined symbol: _ZN5torch3jit17parseSchemaOrNameERKSsb\n";
+  CHECK(f.run(pyg + "Epoch 1/10 loss 0.41\n").verdict == "clean");
+  // The same undefined symbol raised as an ImportError stops the program.
+  Diagnosis raised = f.run("ImportError: /opt/venv/lib/python3.10/site-packages/torch_scatter/_version_cuda.so: "
+                           "undefined symbol: _ZN5torch3jit17parseSchemaOrNameERKSsb\n");
+  CHECK(raised.verdict != "clean");
+  // TensorFlow's device allocation that its BFC allocator retries smaller is no OOM; the
+  // ResourceExhaustedError that ends a TF job is.
+  const std::string retried = "2020-10-05 10:21:44.011871: I tensorflow/stream_executor/cuda/cuda_driver.cc:789] failed to "
+                              "allocate 17.79G (19104890880 bytes) from device: CUDA_ERROR_OUT_OF_MEMORY: out of memory\n";
+  const std::string trained = "Epoch 1/10\n1875/1875 [==============================] - 9s 4ms/step - loss: 0.2947 - accuracy: 0.9143\n";
+  CHECK(f.run(retried + trained).verdict == "clean");
+  // A row of them that the process did not outlive is the OOM that ended it (horovod#1350).
+  Diagnosis stopped = f.run(retried + retried);
+  REQUIRE(stopped.entry);
+  CHECK(stopped.entry->category == "memory");
+  Diagnosis oom = f.run(retried + "tensorflow.python.framework.errors_impl.ResourceExhaustedError: OOM when allocating tensor "
+                                  "with shape[64,2016,9,9] and type float on /job:localhost/replica:0/task:0/device:GPU:0 by "
+                                  "allocator GPU_0_bfc\n");
+  REQUIRE(oom.entry);
+  CHECK(oom.entry->id == "tensorflow-oom-allocating-tensor");
+}
+
+TEST_CASE("correlator: an entry that reads where an exception ran reads a frame of that exception's own traceback") {
+  // Round 88d: every rank failed an assertion in the model's forward, and the DataLoader's thread
+  // printed its own traceback later; the data-pipeline frame of that one says nothing about the
+  // assertion.
+  Fixture f;
+  const std::string model_assert = "Traceback (most recent call last):\n"
+                                   "  File \"main_ibot.py\", line 408, in train_one_epoch\n"
+                                   "    student_local_cls = student(images[2:])[0]\n"
+                                   "  File \"/ws/models/vision_transformer.py\", line 198, in forward\n"
+                                   "    assert H == self.img_size[0] and W == self.img_size[1], \\\n"
+                                   "AssertionError: Input image size (96*96) doesn't match model (224*224).\n";
+  const std::string loader_thread = "Traceback (most recent call last):\n"
+                                    "  File \"/usr/lib/python3.8/site-packages/torch/utils/data/dataloader.py\", line 1133, in _try_get_data\n"
+                                    "    data = self._data_queue.get(timeout=timeout)\n"
+                                    "RuntimeError: DataLoader worker (pid(s) 2854112) exited unexpectedly\n";
+  Diagnosis apart = f.run(model_assert + loader_thread);
+  REQUIRE(apart.entry);
+  CHECK(apart.entry->id != "python-exception-in-data-preparation");
+  // The same assertion raised under a collate frame is the data's.
+  Diagnosis in_data = f.run("Traceback (most recent call last):\n"
+                            "  File \"/usr/lib/python3.10/site-packages/torch/utils/data/_utils/collate.py\", line 171, in default_collate\n"
+                            "    assert len(batch) > 0, \"empty batch\"\n"
+                            "AssertionError: empty batch\n");
+  REQUIRE(in_data.entry);
+  CHECK(in_data.entry->id == "python-exception-in-data-preparation");
+}
+
 TEST_CASE("correlator: an import the code caught and logged (logging.exception) fails nothing; an uncaught one does") {
   Fixture f;
   const std::string traceback = "Traceback (most recent call last):\n"

@@ -221,8 +221,9 @@ class Correlator {
     std::set<std::pair<uint32_t, uint64_t>> benign;    // (input, line)
     std::set<std::pair<uint32_t, uint64_t>> error_at;  // (input, line) of every error line
     // The tracebacks Python printed under "Exception ignored in: ..." ((input, rank, first line)
-    // -> last line): nothing in them stopped the program, so no entry's root or cascade is read
-    // there. Ordered, so a hostile log with thousands of them costs a lookup per event.
+    // -> last line), and single lines that say an optional step failed and the program went on
+    // (optional_step_went_on) or a retried attempt the run outlived (retried_attempt_line):
+    // nothing in them stopped the program, so no entry's root or cascade is read there. Ordered, so a hostile log with thousands of them costs a lookup per event.
     std::map<std::tuple<uint32_t, int, uint64_t>, uint64_t> ignored;
     // NCCL's warnings a rank printed after it said its training completed (a teardown's sockets
     // and buffers whose peers already exited): (input, line). Nothing is read there either.
@@ -296,6 +297,9 @@ class Correlator {
   void keep_generic_only_without_specific(std::vector<Hits>& all) const;
   void rank_specializations_above(std::vector<Hits>& all) const;
   void give_way_to_wrapped_exceptions(std::vector<Hits>& all, const ErrorLines& errors) const;
+  // Keeps, for an entry with match.same_traceback, the root events with one of those refs in
+  // their own traceback, and those refs' events in a kept root's traceback.
+  void keep_frames_of_root_tracebacks(Hits& h) const;
   bool outlived_warning(const Hits& h, const ErrorLines& errors) const;  // entry_evaluation.cpp
   bool finished_after_every_signal(const Hits& h, const ErrorLines& errors) const;  // entry_evaluation.cpp
   bool launcher_reported_failure() const;  // entry_evaluation.cpp

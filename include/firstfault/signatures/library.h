@@ -111,6 +111,10 @@ struct CaptureRule {
 struct MatchRule {
   std::vector<size_t> require, any, boost, penalize;  // indices into Entry::refs
   std::vector<size_t> absent;                         // must have no hit at all
+  // Where an exception ran (a frame in the data pipeline, in checkpoint loading): these refs
+  // count only inside the traceback of one of the entry's root events, and a root only with one
+  // of them in its traceback. A frame of another traceback says nothing about this exception.
+  std::vector<size_t> same_traceback;
   bool fallback = false;  // considered only when no other entry is supported; context hits suffice
   // A class of failures named by its kind alone (an uncaught KeyError, a SIGBUS, a revoked
   // allocation): evaluated like any entry, but it counts only when no specific entry is

@@ -14,7 +14,7 @@ namespace firstfault {
 
 // Layout: "FFSNAP\r\n", u32 kSnapshotFormat, u32 0, u64 source key, u64 payload size,
 // u64 snapshot_hash(payload), payload. Native byte order (the build host's).
-inline constexpr uint32_t kSnapshotFormat = 8;
+inline constexpr uint32_t kSnapshotFormat = 9;
 inline constexpr size_t kSnapshotHeaderSize = 40;
 
 // The snapshot compiled into the binary (generated at build time; empty in the tool that makes it).
