@@ -472,6 +472,9 @@ void Correlator::keep_generic_only_without_specific(std::vector<Hits>& all) cons
 // A job that simply stopped: no supported entry, no error line, and one or more ranks fell
 // behind the others' progress. That is a hang, diagnosed from silence (docs/initiating-rank.md).
 std::optional<Correlator::Hits> Correlator::hang_from_silence() const {
+  // A run that said it finished, or whose script saw its process exit 0, did not hang.
+  if (run_said_finished()) return std::nullopt;
+  if (auto exited = lib_.find_pattern("run_exited_marker"); exited && !events_by_def_[*exited].empty()) return std::nullopt;
   int64_t max_step = -1;
   size_t with_progress = 0, behind = 0;
   for (const auto& [r, rs] : ranks_)

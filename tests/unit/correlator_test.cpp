@@ -832,6 +832,21 @@ TEST_CASE("correlator: a stall report that lists the ready (or the missing) rank
   CHECK(f.run("allreduce.loss [missing ranks: 1]\n").initiating.rank == 1);
 }
 
+TEST_CASE("correlator: ranks that stop at different steps are a silent hang, unless the script saw the process exit 0") {
+  // NVIDIA's MLPerf run_and_time.sh prints ENDING TIMING RUN only after the process exited 0 (a
+  // 2-node result cut in the middle, round 89b).
+  Fixture f;
+  std::string run;
+  for (int r = 0; r < 4; ++r) run += std::to_string(r) + ": step 51 loss 2.1\n";
+  for (int r : {0, 1, 3}) run += std::to_string(r) + ": step 52 loss 2.0\n";
+  Diagnosis hung = f.run(run);
+  REQUIRE(hung.entry);
+  CHECK(hung.entry->id == "training-hang-silent");
+  Diagnosis exited = f.run(run + "0: ENDING TIMING RUN AT 2022-05-23 08:22:49 PM\n"
+                                 "0: RESULT,OBJECT_DETECTION,,2847,nvidia,2022-05-23 07:35:22 PM\n");
+  CHECK(exited.verdict == "clean");
+}
+
 TEST_CASE("correlator: a time limit long after the last progress is a hang, and the rank that stopped is named") {
   Fixture f;
   auto step = [](int rank, const char* time, int n) {
