@@ -1343,6 +1343,13 @@ Attribution LineAttributor::attribute(std::string_view line, AttributionPlan* pl
   a.body = s;
 
   if (a.rank < 0) a.rank = rank_from_glued_prefix(line);
+  // srun --label puts the task number of the stream that carried a line before it. A step-level
+  // message of slurmstepd ("0: slurmstepd: error: Detected 1 oom_kill event in StepId=...",
+  // "*** STEP ... CANCELLED ***") comes through task 0's stream whichever task it is about, so
+  // that number is not its rank; a task's own (pyxis's task_init of task 412) keeps it.
+  if (a.rank >= 0 && any_prefix && starts_with(s, "slurmstepd") &&
+      (s.find("StepId=") != sv::npos || s.find("*** STEP ") != sv::npos || s.find("*** JOB ") != sv::npos))
+    a.rank = -1;
   if (a.rank < 0) a.rank = rank_from_message(s);
   if (int row = summary_row(s); row >= 0) summary_rank_ = row;
   else if (row == -1 && a.rank < 0 && summary_rank_ >= 0) {

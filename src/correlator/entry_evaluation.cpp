@@ -407,7 +407,9 @@ void Correlator::keep_frames_of_root_tracebacks(Hits& h) const {
         if (hd.input == root.input && hd.rank == root.rank && hd.line < root.line &&
             root.line - hd.line <= kMaxTracebackLines && (!header || hd.line > *header))
           header = hd.line;
-    return header ? *header : root.line > correlator_detail::kTracebackWindowLines ? root.line - correlator_detail::kTracebackWindowLines : 0;
+    if (header) return *header;
+    constexpr uint64_t kWindow = correlator_detail::kTracebackWindowLines;
+    return root.line > kWindow ? root.line - kWindow : 0;
   };
   auto is_listed = [&](size_t r) {
     return std::find(e.match.same_traceback.begin(), e.match.same_traceback.end(), r) != e.match.same_traceback.end();

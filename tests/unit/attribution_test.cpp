@@ -682,3 +682,14 @@ TEST_CASE("attribution: a kubectl describe pod output is about its pod: rank fro
   CHECK(identity_from_head("Name: resnet50\nepoch 1 loss 2.3\n", FileIdentity{}).rank == -1);
   CHECK(identity_from_head("Name:             trainer-0\nNamespace:  default\nNode:  <none>\n", FileIdentity{}).host.empty());
 }
+
+TEST_CASE("attribution: srun's task label on a step-level slurmstepd message is not its rank") {
+  // The step's OOM report comes through task 0's stream although srun's next line names task 2
+  // (a Megatron-DeepSpeed run on Perlmutter, real-log round 90d).
+  LineAttributor la;
+  CHECK(la.attribute("0: slurmstepd: error: Detected 1 oom_kill event in StepId=17109804.0. Some of the step tasks have been OOM Killed.").rank == -1);
+  CHECK(la.attribute("3: slurmstepd: error: *** STEP 4242.0 ON nid001 CANCELLED AT 2024-05-01T10:00:00 ***").rank == -1);
+  // A task's own message through slurmstepd (pyxis's task_init of that task) keeps the label.
+  CHECK(la.attribute("412: slurmstepd: error: pyxis: couldn't start container").rank == 412);
+  CHECK(la.attribute("2: [rank2] step 10 loss 2.1").rank == 2);
+}

@@ -223,7 +223,8 @@ class Correlator {
     // The tracebacks Python printed under "Exception ignored in: ..." ((input, rank, first line)
     // -> last line), and single lines that say an optional step failed and the program went on
     // (optional_step_went_on) or a retried attempt the run outlived (retried_attempt_line):
-    // nothing in them stopped the program, so no entry's root or cascade is read there. Ordered, so a hostile log with thousands of them costs a lookup per event.
+    // nothing in them stopped the program, so no entry's root or cascade is read there.
+    // Ordered, so a hostile log with thousands of them costs a lookup per event.
     std::map<std::tuple<uint32_t, int, uint64_t>, uint64_t> ignored;
     // NCCL's warnings a rank printed after it said its training completed (a teardown's sockets
     // and buffers whose peers already exited): (input, line). Nothing is read there either.
