@@ -406,7 +406,7 @@ Correlator::ErrorLines Correlator::error_lines() const {
     for (const Event& ev : events_by_def_[*def]) e.ignore(ev, ev);
   if (auto def = lib_.find_pattern("retried_attempt_line"))
     for (const Event& ev : events_by_def_[*def])
-      if (outlived(ev)) e.ignore(ev, ev);
+      if (outlived(ev) || retry_succeeded_after(ev)) e.ignore(ev, ev);
   // A traceback is one error, told by the exception that closes it (harmless when that is:
   // KeyboardInterrupt); its header counts on its own only where the paste lost the exception.
   if (auto hdr = lib_.find_pattern("py_traceback_header"))
@@ -420,6 +420,19 @@ Correlator::ErrorLines Correlator::error_lines() const {
   mark_shutdown_after_stop_signal(e);
   mark_outgrown_startup_warnings(e);
   return e;
+}
+
+// A later line of the same input and rank saying the retried connect went through (to the
+// same address when both name one).
+bool Correlator::retry_succeeded_after(const Event& attempt) const {
+  auto def = lib_.find_pattern("retry_succeeded_line");
+  if (!def) return false;
+  const std::string* peer = attempt.capture("peer");
+  return std::any_of(events_by_def_[*def].begin(), events_by_def_[*def].end(), [&](const Event& ok) {
+    const std::string* ok_peer = ok.capture("peer");
+    return ok.input == attempt.input && ok.rank == attempt.rank && ok.line > attempt.line &&
+           (!peer || !ok_peer || *peer == *ok_peer);
+  });
 }
 
 void Correlator::ErrorLines::mark_harmless(const Event& from, const Event& to) {

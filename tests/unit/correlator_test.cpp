@@ -1156,6 +1156,19 @@ TEST_CASE("correlator: a line that says an optional step failed and the program 
   CHECK(oom.entry->id == "tensorflow-oom-allocating-tensor");
 }
 
+TEST_CASE("correlator: a store connect retried until it went through is harmless; one that never did is the failure") {
+  // A 2-rank PaddleSeg run whose rank 1 retried once while rank 0 started (round 89g).
+  Fixture f;
+  const std::string retry = "I0306 19:40:57.904001 23873 tcp_utils.cc:107] Retry to connect to 10.9.189.6:61668 while the server is not yet listening.\n";
+  const std::string connected = "I0306 19:41:00.904317 23873 tcp_utils.cc:130] Successfully connected to 10.9.189.6:61668\n";
+  CHECK(f.run(retry + connected).verdict == "clean");
+  // A success to another address says nothing about this one.
+  CHECK(f.run(retry + "I0306 19:41:00.904317 23873 tcp_utils.cc:130] Successfully connected to 10.9.189.7:61668\n").verdict != "clean");
+  Diagnosis never = f.run(retry + retry + retry);
+  REQUIRE(never.entry);
+  CHECK(never.entry->id == "rendezvous-store-connect-retrying");
+}
+
 TEST_CASE("correlator: an entry that reads where an exception ran reads a frame of that exception's own traceback") {
   // Round 88d: every rank failed an assertion in the model's forward, and the DataLoader's thread
   // printed its own traceback later; the data-pipeline frame of that one says nothing about the

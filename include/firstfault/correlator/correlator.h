@@ -270,6 +270,7 @@ class Correlator {
   std::optional<std::string> endpoint_failed_above(const Event& header,
                                                    const std::map<std::pair<uint32_t, uint64_t>, const Event*>& failed) const;
   void mark_outgrown_startup_warnings(ErrorLines& e) const;
+  bool retry_succeeded_after(const Event& attempt) const;
   void ignore_finalizer_tracebacks(ErrorLines& e) const;
   void ignore_rejections_served_after(ErrorLines& e) const;
   void ignore_logged_import_failures(ErrorLines& e) const;
