@@ -1088,14 +1088,10 @@ std::optional<Traceback> Correlator::traceback_of_decisive_line(const Diagnosis&
   auto input = std::find_if(inputs_.begin(), inputs_.end(), [&](const InputSummary& in) { return in.path == decisive->file; });
   if (input == inputs_.end()) return std::nullopt;
   uint32_t index = static_cast<uint32_t>(input - inputs_.begin());
-  // Processes that share a rank (or none) still print their own tracebacks, interleaved in one
-  // log (vLLM's engine core and a worker, "(EngineCore_DP0 pid=4956)" and "(Worker_TP2 pid=5094)"):
-  // a frame another process printed is not part of this one's.
-  const int64_t pid = decisive->pid;
+  // A frame another process of the same rank printed is not part of this one's traceback.
   std::vector<TracebackLine> lines;
   auto same_stream = [&](const Event& ev) {
-    return ev.input == index && ev.rank == decisive->rank && ev.line < decisive->line &&
-           decisive->line - ev.line <= kMaxTracebackLines && (pid < 0 || ev.pid < 0 || ev.pid == pid);
+    return correlator_detail::in_traceback_above(ev, index, decisive->rank, decisive->pid, decisive->line);
   };
   for (const Event& ev : events_by_def_[*header_def])
     if (same_stream(ev)) lines.push_back({ev.line, true, {}});

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "firstfault/correlator/correlator.h"
+#include "firstfault/correlator/traceback.h"
 
 namespace firstfault {
 
@@ -40,6 +41,14 @@ inline constexpr uint64_t kTracebackWindowLines = 60;
 // At most this many lines from one traceback frame line to the next, or to the exception after
 // the last: the frame's code line, Python 3.11's caret line, '[Previous line repeated N more times]'.
 inline constexpr uint64_t kLinesAfterFrame = 4;
+// Whether `ev` can be a line of the traceback that closes at `line` of `input`: the same rank,
+// above it by at most kMaxTracebackLines, and the same process when both lines name theirs
+// (processes that share a rank interleave their tracebacks in one log: vLLM's engine core and a
+// worker, "(EngineCore_DP0 pid=4956)" and "(Worker_TP2 pid=5094)").
+inline bool in_traceback_above(const Event& ev, uint32_t input, int rank, int64_t pid, uint64_t line) {
+  return ev.input == input && ev.rank == rank && ev.line < line && line - ev.line <= kMaxTracebackLines &&
+         (pid < 0 || ev.pid < 0 || ev.pid == pid);
+}
 // Whether `ev` lies below `header` within `window` lines, in the same input and rank.
 inline bool below_in_traceback_window(const Event& header, const Event& ev, uint64_t window = kTracebackWindowLines) {
   return ev.input == header.input && ev.rank == header.rank && ev.line > header.line &&

@@ -180,7 +180,7 @@ std::vector<Correlator::Hits> Correlator::evaluate_entries(const ErrorLines& err
       all.push_back(std::move(h));
     }
   if (all.empty())
-    if (auto hang = hang_from_silence()) all.push_back(std::move(*hang));
+    if (auto hang = hang_from_silence(run_finished)) all.push_back(std::move(*hang));
   return all;
 }
 
@@ -395,18 +395,20 @@ void Correlator::give_way_to_wrapped_exceptions(std::vector<Hits>& all, const Er
   }
 }
 
-// A root exception's traceback runs from the last traceback header above it (same input and
-// rank, at most kMaxTracebackLines up) down to it; with no header in reach, the window above it.
+// A root exception's traceback runs from the last traceback header above it in its stream
+// (correlator_detail::in_traceback_above, as traceback_of_decisive_line reads it) down to it; with
+// no header in reach, the window above it. Its frames are in the same stream.
 void Correlator::keep_frames_of_root_tracebacks(Hits& h) const {
   const Entry& e = *h.entry;
   auto header_def = lib_.find_pattern("py_traceback_header");
+  auto in_stream = [](const Event& ev, const Event& root) {
+    return correlator_detail::in_traceback_above(ev, root.input, root.rank, root.pid, root.line);
+  };
   auto traceback_start = [&](const Event& root) {
     std::optional<uint64_t> header;
     if (header_def)
       for (const Event& hd : events_by_def_[*header_def])
-        if (hd.input == root.input && hd.rank == root.rank && hd.line < root.line &&
-            root.line - hd.line <= kMaxTracebackLines && (!header || hd.line > *header))
-          header = hd.line;
+        if (in_stream(hd, root) && (!header || hd.line > *header)) header = hd.line;
     if (header) return *header;
     constexpr uint64_t kWindow = correlator_detail::kTracebackWindowLines;
     return root.line > kWindow ? root.line - kWindow : 0;
@@ -423,7 +425,7 @@ void Correlator::keep_frames_of_root_tracebacks(Hits& h) const {
       bool has_frame = false;
       for (size_t f : e.match.same_traceback)
         for (const Event* ev : h.by_ref[f])
-          if (ev->input == root->input && ev->rank == root->rank && ev->line > start && ev->line < root->line) {
+          if (ev->line > start && in_stream(*ev, *root)) {
             frames_kept.insert(ev);
             has_frame = true;
           }
@@ -473,9 +475,9 @@ void Correlator::keep_generic_only_without_specific(std::vector<Hits>& all) cons
 
 // A job that simply stopped: no supported entry, no error line, and one or more ranks fell
 // behind the others' progress. That is a hang, diagnosed from silence (docs/initiating-rank.md).
-std::optional<Correlator::Hits> Correlator::hang_from_silence() const {
+std::optional<Correlator::Hits> Correlator::hang_from_silence(bool run_finished) const {
   // A run that said it finished, or whose script saw its process exit 0, did not hang.
-  if (run_said_finished()) return std::nullopt;
+  if (run_finished) return std::nullopt;
   if (auto exited = lib_.find_pattern("run_exited_marker"); exited && !events_by_def_[*exited].empty()) return std::nullopt;
   int64_t max_step = -1;
   size_t with_progress = 0, behind = 0;

@@ -313,7 +313,7 @@ class Correlator {
   bool read_error_words(const ErrorLines& errors);  // entry_evaluation.cpp
   std::vector<size_t> consequence_defs() const;
   void add_last_resort(std::vector<Hits>& all, const std::vector<Hits>& fallbacks, std::vector<Hits>& candidates) const;
-  std::optional<Hits> hang_from_silence() const;
+  std::optional<Hits> hang_from_silence(bool run_finished) const;  // run_said_finished(), computed once
   // The silent-hang entry as a supported candidate with `confidence` (hang_from_silence, outside ends).
   std::optional<Hits> silent_hang(double confidence) const;
   Collectives analyse_collectives() const;  // collectives.cpp
